@@ -15,7 +15,7 @@ import queue
 import socket
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Final, Protocol
 
@@ -33,7 +33,7 @@ from mini_broker.network.request_channel import (
 )
 from mini_broker.security.principal_mapping import NoMatchingRuleError
 from mini_broker.security.sasl_authenticator import DelayedAuthFailures, SaslServerSession
-from pykafka_client.network.transport.channel import ANONYMOUS, ChannelMuteEvent, KafkaChannel
+from pykafka_client.network.transport.channel import ANONYMOUS, ChannelMuteEvent, ChannelMuteState, KafkaChannel
 from pykafka_client.network.transport.selectable import DisconnectInfo, NetworkReceive, NetworkSend
 from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
 
@@ -42,16 +42,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: (a module constant: an Enum member read through its class costs a metaclass attribute lookup)
+_NOT_MUTED: Final = ChannelMuteState.NOT_MUTED
 CONNECTION_QUEUE_SIZE: Final = 20
 SASL_HANDSHAKE_KEY: Final = 17
 POLL_TIMEOUT_MS: Final = 300
 #: at most this many frames a round handled from read-ahead bytes of connections answered within the round (without
 #: another poll: see _process_completed_receives); the other connections' I/O waits for the next poll meanwhile
 READ_AHEAD_FRAMES_PER_ROUND: Final = 8
-#: the mute events of every request, read once (an Enum class attribute read goes through EnumType.__getattr__ on
-#: Python 3.11: ~850 instructions)
-_REQUEST_RECEIVED: Final = ChannelMuteEvent.REQUEST_RECEIVED
-_RESPONSE_SENT: Final = ChannelMuteEvent.RESPONSE_SENT
 
 
 class ServerSelector(Protocol):
@@ -77,12 +75,14 @@ class ServerSelector(Protocol):
 
     def unmute(self, connection_id: str) -> None: ...
 
-    def mute_channel(self, channel: KafkaChannel) -> None:
-        """:meth:`mute` of a channel the caller holds (no lookup by id)."""
+    def mute_channel(self, channel: KafkaChannel, request_received: bool = False) -> None:
+        """:meth:`mute` of a channel the caller holds (no lookup by id); with ``request_received`` the channel's
+        ``REQUEST_RECEIVED`` mute event too, in the same step."""
         ...
 
-    def unmute_channel(self, channel: KafkaChannel) -> bool:
-        """:meth:`unmute` of a channel the caller holds; whether it is unmuted now."""
+    def unmute_channel(self, channel: KafkaChannel, response_sent: bool = False) -> bool:
+        """:meth:`unmute` of a channel the caller holds; whether it is unmuted now. With ``response_sent`` the
+        channel's ``RESPONSE_SENT`` mute event first, in the same step."""
         ...
 
     def read_buffered(self, channel: KafkaChannel) -> bool:
@@ -92,6 +92,11 @@ class ServerSelector(Protocol):
 
     def channel(self, connection_id: str) -> KafkaChannel | None:
         """The open channel (its mute state machine), None once closed."""
+        ...
+
+    def open_channels(self) -> Mapping[str, KafkaChannel]:
+        """The open channels by id, a read-only view that follows them as they open and close (:meth:`channel`'s
+        answers without a call)."""
         ...
 
     def close_channel(self, connection_id: str) -> None: ...
@@ -169,6 +174,8 @@ class Processor:
         self._quotas = quotas
         self._parser = parser
         self.selector = selector
+        #: the selector's open channels by id (a request's channel is looked up twice: no call each time)
+        self._open_channels = selector.open_channels()
         self._time = time
         # the monotonic clock, read several times per request (the C clock itself for the system time)
         self._now_ns = nanoseconds_clock(time)
@@ -362,7 +369,7 @@ class Processor:
 
     def _process_completed_receives(self) -> None:
         self._handled_inline = False
-        channel_of = self.selector.channel
+        channel_of = self._open_channels.get
         # The list may grow while it is gone through: the answer of an inline-handled request goes out at once
         # (below), and when it unmutes its connection the frame read ahead after it joins the list (the selector's
         # read_buffered, see _response_sent), a bounded number a round: handled in turn, without another poll.
@@ -393,7 +400,7 @@ class Processor:
                 release_frame(receive)
                 continue
             channel = None if conn.pending else channel_of(conn.connection_id)
-            if conn.pending or (channel is not None and channel.is_muted()):
+            if conn.pending or (channel is not None and channel.mute_state is not _NOT_MUTED):  # (is_muted())
                 if conn.pending is None:
                     conn.pending = collections.deque()
                 conn.pending.append(receive)
@@ -435,8 +442,7 @@ class Processor:
             log.info("event=principal_not_mapped connection=%s listener=%s error=%s", cid, self.listener.listener_name, e)
             self._close(cid, "principal_not_mapped")
             return
-        self.selector.mute_channel(channel)
-        channel.handle_channel_mute_event(_REQUEST_RECEIVED)
+        self.selector.mute_channel(channel, True)  # and REQUEST_RECEIVED
         if self._parser.handles_inline(request):
             # handled on this thread (what a handler thread would do; no frame of its own): its answer is queued here
             self._handled_inline = True
@@ -543,12 +549,11 @@ class Processor:
         release, conn.inflight_release = conn.inflight_release, None
         if release is not None:
             release()
-        channel = self.selector.channel(cid)
+        channel = self._open_channels.get(cid)
         if channel is None:
             return
         try:
-            channel.handle_channel_mute_event(_RESPONSE_SENT)
-            if self.selector.unmute_channel(channel):
+            if self.selector.unmute_channel(channel, True):  # after RESPONSE_SENT
                 if conn.pending:
                     self._ready.append(cid)
                 elif self._read_ahead_budget > 0 and self.selector.read_buffered(channel):

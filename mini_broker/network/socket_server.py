@@ -35,7 +35,7 @@ from mini_broker.security.listener_security import BrokerSecurity, server_channe
 from mini_broker.security.principal_mapping import SslPrincipalMapper
 from mini_broker.security.sasl_authenticator import DelayedAuthFailures
 from pykafka_client.network.transport.channel_builder import ChannelBuilder
-from pykafka_client.network.transport.memory_pool import MemoryPool, SimpleMemoryPool
+from pykafka_client.network.transport.memory_pool import CountingMemoryPool, MemoryPool, new_memory_pool
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 if TYPE_CHECKING:
@@ -46,10 +46,10 @@ if TYPE_CHECKING:
 SelectorFactory = Callable[[int, KafkaConfig, "MemoryPool | None", ChannelBuilder], ServerSelector]
 
 
-def create_memory_pool(config: KafkaConfig) -> SimpleMemoryPool | None:
+def create_memory_pool(config: KafkaConfig) -> CountingMemoryPool | None:
     """The request memory pool bounded by ``queued.max.request.bytes`` (None when it is -1 or 0: unbounded)."""
     capacity = config.queued_max_request_bytes
-    return SimpleMemoryPool(capacity) if capacity > 0 else None
+    return new_memory_pool(capacity) if capacity > 0 else None
 
 
 def default_selector_factory(processor_id: int, config: KafkaConfig, memory_pool: MemoryPool | None,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 import selectors
-from typing import Protocol
+from typing import Callable, Literal, Protocol
 
 from pykafka_client.errors import IllegalStateError
 from pykafka_client.network.transport.network_receive import (
@@ -78,6 +78,8 @@ _MUTE_TRANSITIONS: dict[tuple[ChannelMuteEvent, ChannelMuteState], ChannelMuteSt
 _NOT_MUTED = ChannelMuteState.NOT_MUTED
 _MUTED = ChannelMuteState.MUTED
 _READY = ChannelState.READY
+_REQUEST_RECEIVED = ChannelMuteEvent.REQUEST_RECEIVED
+_RESPONSE_SENT = ChannelMuteEvent.RESPONSE_SENT
 
 
 def next_mute_state(state: ChannelMuteState, event: ChannelMuteEvent) -> ChannelMuteState:
@@ -86,6 +88,11 @@ def next_mute_state(state: ChannelMuteState, event: ChannelMuteEvent) -> Channel
     if nxt is None:
         raise IllegalStateError(f"Cannot transition from {state.value} for {event.value}")
     return nxt
+
+
+def _nothing_read_ahead() -> None:
+    """A channel's :attr:`KafkaChannel.take_buffered_frame` with a receive buffer (it reads frames in batches)."""
+    return None
 
 
 class Authenticator(Protocol):
@@ -134,6 +141,9 @@ class KafkaChannel:
         self.bytes_received = 0
         self._reader = FrameReader(channel_id, max_receive_size)
         self._buffered_reader: BufferedFrameReader | None = None
+        #: the next frame when all of it was read ahead, with no socket read (its frame reader's
+        #: ``take_buffered_frame``, called without a frame of the channel's: a broker reads one a request)
+        self.take_buffered_frame: Callable[[], NetworkReceive | Literal[False] | None] = self._reader.take_buffered_frame
         self._send: SendWriter | None = None
         self._fd = transport.socket.fileno()
         # a plaintext transport's socket, written and read straight by the common send and read (one Python frame
@@ -237,6 +247,27 @@ class KafkaChannel:
     def handle_channel_mute_event(self, event: ChannelMuteEvent) -> None:
         self.mute_state = next_mute_state(self.mute_state, event)
 
+    def request_received(self) -> bool:
+        """:meth:`mute`, then ``REQUEST_RECEIVED`` (a broker Processor takes a request of this channel), in one step;
+        returns what :meth:`mute` returns (whether it was reading)."""
+        was_reading = self.mute_state is _NOT_MUTED
+        if was_reading:
+            self.mute_state = _MUTED
+        state = self.mute_state
+        nxt = _MUTE_TRANSITIONS.get((_REQUEST_RECEIVED, state))
+        self.mute_state = nxt if nxt is not None else next_mute_state(state, _REQUEST_RECEIVED)  # (the latter raises)
+        return was_reading
+
+    def response_sent(self) -> bool:
+        """``RESPONSE_SENT`` (the answer of the channel's request went out), then :meth:`maybe_unmute`, in one step;
+        returns whether the channel is unmuted now."""
+        state = self.mute_state
+        nxt = _MUTE_TRANSITIONS.get((_RESPONSE_SENT, state))
+        if nxt is None:
+            nxt = next_mute_state(state, _RESPONSE_SENT)  # raises
+        self.mute_state = nxt = _NOT_MUTED if nxt is _MUTED else nxt
+        return nxt is _NOT_MUTED
+
     # --- sends -----------------------------------------------------------------------------------
 
     def has_send(self) -> bool:
@@ -297,8 +328,8 @@ class KafkaChannel:
         """Bytes read from the socket that a read hands out without the socket becoming readable: TLS's
         buffered plaintext, whole frames left in the receive buffer, or a broker reader's bytes read ahead."""
         buffered = self._buffered_reader
-        if buffered is None:  # (a broker's reader may have read ahead of its frame)
-            return self.transport.has_bytes_buffered() or self._reader.has_bytes_ahead()
+        if buffered is None:  # (a broker's reader may have read ahead of its frame: asked first, the usual yes)
+            return self._reader.has_bytes_ahead() or self.transport.has_bytes_buffered()
         return self.transport.has_bytes_buffered() or buffered.has_buffered_frame()
 
     def partial_receive_pending(self) -> bool:
@@ -309,11 +340,13 @@ class KafkaChannel:
         """Read frames with ``reader`` (the broker's pooled reader) from now on; before any byte is read."""
         self._reader = reader
         self._buffered_reader = None
+        self.take_buffered_frame = reader.take_buffered_frame
 
     def use_buffered_reads(self, buffer_size: int = DEFAULT_READ_BUFFER_SIZE) -> None:
         """Read frames through a receive buffer (:class:`BufferedFrameReader`, the client's channels) from now
         on; before any byte is read."""
         self._buffered_reader = BufferedFrameReader(self.id, self._reader.max_size, buffer_size)
+        self.take_buffered_frame = _nothing_read_ahead
 
     def waiting_for_memory(self) -> bool:
         """The last read stopped because the memory pool had no room for this frame."""

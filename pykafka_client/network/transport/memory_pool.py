@@ -34,7 +34,7 @@ import mmap
 import struct
 import threading
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Callable, Final, Literal, Protocol
 
 from pykafka_client.network.transport.network_receive import (
     SIZE_LENGTH,
@@ -46,6 +46,7 @@ from pykafka_client.network.transport.network_receive import (
 )
 from pykafka_client.network.transport.positional_new import positional_new
 from pykafka_client.network.transport.selectable import NetworkReceive
+from pykafka_client.protocol.records import _native
 
 #: Frames up to this size may use the whole pool; larger ones leave the small-frame reserve alone.
 SMALL_FRAME_BYTES: Final = 64 * 1024
@@ -77,6 +78,46 @@ class MemoryPool(Protocol):
         ...
 
 
+class CountingMemoryPool(MemoryPool, Protocol):
+    """A :class:`MemoryPool` that counts its bytes: :class:`SimpleMemoryPool` or the kernel's compiled one
+    (:func:`new_memory_pool`)."""
+
+    @property
+    def capacity(self) -> int: ...
+
+    @property
+    def small_frame_reserve(self) -> int: ...
+
+    @property
+    def refused_total(self) -> int:
+        """Allocations refused since start (a metric: how often reads were muted for memory)."""
+        ...
+
+    @property
+    def available(self) -> int: ...
+
+    @property
+    def used(self) -> int: ...
+
+    def is_out_of_memory(self) -> bool: ...
+
+
+def small_frame_reserve(capacity: int) -> int:
+    """The part of a pool of ``capacity`` bytes kept for small frames."""
+    return min(capacity // 4, MAX_SMALL_FRAME_RESERVE)
+
+
+def new_memory_pool(capacity: int) -> CountingMemoryPool:
+    """The broker's request memory pool of ``capacity`` bytes: the compiled kernel's ``memory_counter`` when it is
+    loaded (a frame's allocation and release are a C call each: no frame, no lock, the GIL making each atomic), else
+    :class:`SimpleMemoryPool`, its reference."""
+    kernel = _native.loaded_kernel()
+    if kernel is None:
+        return SimpleMemoryPool(capacity)
+    pool: CountingMemoryPool = kernel.memory_counter(capacity, small_frame_reserve(capacity))
+    return pool
+
+
 class SimpleMemoryPool:
     """A non-strict byte counter bounded by ``capacity`` (``queued.max.request.bytes``)."""
 
@@ -84,7 +125,7 @@ class SimpleMemoryPool:
         if capacity <= 0:
             raise ValueError(f"memory pool capacity must be positive, got {capacity}")
         self.capacity = capacity
-        self.small_frame_reserve = min(capacity // 4, MAX_SMALL_FRAME_RESERVE)
+        self.small_frame_reserve = small_frame_reserve(capacity)
         self._available = capacity
         self._lock = threading.Lock()
         self._overdraft_owner: object = None
@@ -144,9 +185,19 @@ class _Release:
             pool.release(self._size)
 
 
-#: ``_Release(pool, size)`` without its Python ``__init__`` (one a received frame; the frame itself:
+def _release_maker() -> Callable[[MemoryPool | None, int], Callable[[], None]]:
+    """The compiled kernel's ``release_once`` when it is loaded (no ``__init__`` frame to make one, and called with no
+    ``__call__`` lookup nor frame of its own: the broker's Processor calls one a request), else ``_Release`` built
+    without its Python ``__init__``."""
+    kernel = _native.loaded_kernel()
+    if kernel is not None:
+        return kernel.release_once
+    return positional_new(_Release)
+
+
+#: ``_Release(pool, size)``, or the kernel's equivalent (one a received frame; the frame itself:
 #: network_receive.new_receive)
-_new_release = positional_new(_Release)
+_new_release = _release_maker()
 
 
 class PooledFrameReader(FrameReader):
@@ -282,8 +333,18 @@ class ReadAheadFrameReader(PooledFrameReader):
 
     def read_frame(self, transport: ReadableTransport) -> tuple[NetworkReceive | None, int]:
         """:meth:`FrameReader.read_frame`; a frame whose size and bytes are all in the buffer (the usual case when a
-        producer keeps several requests in flight) is handed out in this one step, with no socket read: the frame,
-        the pool's accounting and the reader's state that :meth:`read_from` and :meth:`take_completed` give."""
+        producer keeps several requests in flight) is handed out in this one step, with no socket read
+        (:meth:`take_buffered_frame`)."""
+        taken = self.take_buffered_frame()
+        if taken is None:
+            return super().read_frame(transport)
+        return (None, 0) if taken is False else (taken, 0)
+
+    def take_buffered_frame(self) -> NetworkReceive | Literal[False] | None:
+        """The next frame if its size and bytes are all in the buffer, with the pool's accounting and the reader's
+        state that :meth:`read_from` and :meth:`take_completed` give; False when the pool refused its memory (its
+        size taken: the frame waits for memory, as :meth:`read_from` leaves it); None when it is not all in the
+        buffer (nothing done: :meth:`read_frame` reads it)."""
         lo = self._lo
         ahead = self._ahead
         if ahead is not None and self._size < 0 and not self._size_read and self._hi - lo > SIZE_LENGTH:
@@ -291,7 +352,8 @@ class ReadAheadFrameReader(PooledFrameReader):
             start = lo + SIZE_LENGTH
             end = start + size
             if 0 < size <= EAGER_FRAME_BYTES and end <= self._hi:
-                check_receive_size(size, self.max_size)
+                if size > self.max_size:  # (only then may it fail: the size is positive)
+                    check_receive_size(size, self.max_size)
                 large = size > SMALL_FRAME_BYTES
                 if not self._pool.try_allocate(size, large):
                     # as read_from leaves it: the size taken, the frame waiting for memory
@@ -300,7 +362,7 @@ class ReadAheadFrameReader(PooledFrameReader):
                     self._large = large
                     self._lo = start
                     self._waiting = True
-                    return None, 0
+                    return False
                 payload = ahead[start:end]  # (a view: the buffer is never written again, see the class doc)
                 if end == self._hi:
                     self._ahead = None
@@ -308,8 +370,8 @@ class ReadAheadFrameReader(PooledFrameReader):
                 else:
                     self._lo = end
                 self._waiting = False
-                return new_receive(self.source, payload, _new_release(self._pool, size)), 0
-        return super().read_frame(transport)
+                return new_receive(self.source, payload, _new_release(self._pool, size))
+        return None
 
     def read_from(self, transport: ReadableTransport) -> int:
         """:meth:`FrameReader.read_from` through the buffer: the bytes it returns are those taken from the socket
@@ -355,7 +417,8 @@ class ReadAheadFrameReader(PooledFrameReader):
             self._ahead = ahead
             self._lo = lo
             self._hi = hi
-            check_receive_size(size, self.max_size)
+            if not 0 <= size <= self.max_size:  # (only then may it fail)
+                check_receive_size(size, self.max_size)
             self._size = size
             if size == 0:
                 return total

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Protocol
+from typing import Literal, Protocol
 
 from pykafka_client.errors import InvalidReceiveError
 from pykafka_client.network.transport.positional_new import positional_new
@@ -84,6 +84,12 @@ class FrameReader:
         """Bytes read off the socket past the current frame, for the next read to hand out (the broker's
         read-ahead reader only)."""
         return False
+
+    def take_buffered_frame(self) -> NetworkReceive | Literal[False] | None:
+        """The next frame when all of it was read ahead of the current one, with no socket read (the broker's
+        read-ahead reader only); False when the memory pool refused it (it waits for memory); None when it is not
+        all read ahead (:meth:`read_frame` reads it)."""
+        return None
 
     def close(self) -> None:
         """Drop a partly read frame (pooled readers give its memory back)."""

@@ -317,12 +317,35 @@ class Selector:
         cid = channel.id
         if cid not in self._buffered or self._channels.get(cid) is not channel or channel.mute_state is not _NOT_MUTED:
             return False
-        self._poll_channel(channel, _EVENT_READ, self._now_ns())  # (its bytes are buffered: no need to ask again)
+        now_ns = self._now_ns()
+        try:
+            taken = channel.take_buffered_frame() if channel.state is _READY else None
+        except InvalidReceiveError:  # (a bad size, nothing taken: the read below fails the same way and closes it)
+            taken = None
+        if taken is None:  # not all read ahead: read as a poll would (its bytes are buffered: no need to ask again)
+            self._poll_channel(channel, _EVENT_READ, now_ns)
+            return True
+        # what _poll_channel's read does when the frame was all read ahead (no socket read: no bytes to count)
+        if self._idle is not None:
+            self._idle.update(cid, now_ns)
+        if taken is False:  # the pool refused its memory
+            self._mute_for_memory(channel)
+            self._update_interest(channel)
+        else:
+            self._completed_receives.append(taken)
+            self.metrics.responses_received_total += 1
+        if not channel.has_bytes_buffered():
+            self._buffered.discard(cid)
         return True
 
     def channel(self, connection_id: str) -> KafkaChannel | None:
         """The open channel for ``connection_id`` (e.g. for the broker's mute state events)."""
         return self._channels.get(connection_id)
+
+    def open_channels(self) -> Mapping[str, KafkaChannel]:
+        """The open channels by id: the selector's own mapping (read-only), which follows the channels as they open
+        and close (a broker Processor looks a request's channel up in it, with no call of :meth:`channel`)."""
+        return self._channels
 
     def is_open(self, connection_id: str) -> bool:
         return connection_id in self._channels
@@ -454,18 +477,20 @@ class Selector:
         """Unmute if the channel's mute state allows it (only plain MUTED does)."""
         self.unmute_channel(self._require(connection_id))
 
-    def mute_channel(self, channel: KafkaChannel) -> None:
+    def mute_channel(self, channel: KafkaChannel, request_received: bool = False) -> None:
         """:meth:`mute` of an open channel of this selector that the caller holds (a broker Processor looked it up
-        once for the frame it mutes for)."""
-        if channel.mute():
+        once for the frame it mutes for); with ``request_received`` the channel's ``REQUEST_RECEIVED`` too, in the
+        same step (:meth:`KafkaChannel.request_received`)."""
+        if channel.request_received() if request_received else channel.mute():
             # it was reading: until the next poll, or until its registration changes, the registration differs
             # from its interest by this mute alone
             self._interest_stale.add(channel.id)
 
-    def unmute_channel(self, channel: KafkaChannel) -> bool:
+    def unmute_channel(self, channel: KafkaChannel, response_sent: bool = False) -> bool:
         """:meth:`unmute` of an open channel of this selector that the caller holds; returns whether the channel is
-        unmuted now (a throttled one, or one with a response pending, stays muted)."""
-        unmuted = channel.maybe_unmute()
+        unmuted now (a throttled one, or one with a response pending, stays muted). With ``response_sent`` the
+        channel's ``RESPONSE_SENT`` first, in the same step (:meth:`KafkaChannel.response_sent`)."""
+        unmuted = channel.response_sent() if response_sent else channel.maybe_unmute()
         cid = channel.id
         if unmuted and cid in self._interest_stale:
             # muted and unmuted again with its registration unchanged in between: that registration is right
@@ -689,6 +714,12 @@ class Selector:
         """Channels muted now because the memory pool had no room."""
         return len(self._memory_muted)
 
+    def _mute_for_memory(self, channel: KafkaChannel) -> None:
+        """No memory for the channel's next frame: stop reading it (TCP pushes back) until the pool has room (its
+        registration is the caller's to bring up to date)."""
+        channel.mute()
+        self._memory_muted[channel.id] = channel.waiting_for_large_memory()
+
     def _poll_channel(self, channel: KafkaChannel, mask: int, now_ns: int) -> None:
         cid = channel.id
         if self._idle is not None:
@@ -729,9 +760,7 @@ class Selector:
                     else:
                         self._buffered.discard(cid)
                     if self._memory_pool is not None and channel.waiting_for_memory() and not channel.is_muted():
-                        # no memory for this frame: stop reading (TCP pushes back) until the pool has room
-                        channel.mute()
-                        self._memory_muted[cid] = channel.waiting_for_large_memory()
+                        self._mute_for_memory(channel)
                         interest_may_change = True
                 if mask & selectors.EVENT_WRITE:
                     interest_may_change = True  # a write, or a write event with nothing to write: a registration to correct

@@ -269,6 +269,12 @@ class Kernel(Protocol):
     MemoryAccount: Callable[[int, Any, Any], Any]
     def index_columns(self, first_width: int, second_width: int, /) -> Any:
         """Reference: ``mini_broker.log.index_columns.IndexColumns(first_width, second_width)`` (h/logappend)."""
+
+    def release_once(self, pool: object, size: int, /) -> Callable[[], None]:
+        """Reference: ``pykafka_client.network.transport.memory_pool._Release(pool, size)`` (h/procround)."""
+    def memory_counter(self, capacity: int, small_frame_reserve: int, /) -> Any:
+        """Reference: ``pykafka_client.network.transport.memory_pool.SimpleMemoryPool(capacity)`` (h/procround; its
+        instances are ``CountingMemoryPool``)."""
     def decode_produce_results(self, cls: type[_M], payload: Buffer, version: int, correlation_id: int, /) -> _M | None:
         """Reference: ``protocol.headers.decode_response`` of a Produce response whose partitions all succeeded, as
         ``cls`` (``producer.sender.DecodedProduceResponse``) holding its results (None: run the reference)."""

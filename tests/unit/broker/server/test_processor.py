@@ -98,11 +98,17 @@ class ScriptedSelector:
     def unmute(self, connection_id: str) -> None:
         self.channels[connection_id].maybe_unmute()
 
-    def mute_channel(self, channel: KafkaChannel) -> None:
-        channel.mute()
+    def mute_channel(self, channel: KafkaChannel, request_received: bool = False) -> None:
+        if request_received:
+            channel.request_received()
+        else:
+            channel.mute()
 
-    def unmute_channel(self, channel: KafkaChannel) -> bool:
-        return channel.maybe_unmute()
+    def unmute_channel(self, channel: KafkaChannel, response_sent: bool = False) -> bool:
+        return channel.response_sent() if response_sent else channel.maybe_unmute()
+
+    def open_channels(self) -> dict[str, KafkaChannel]:
+        return self.channels
 
     def read_buffered(self, channel: KafkaChannel) -> bool:
         """As the Selector's: the frames queued in :attr:`read_ahead` for the channel join the completed receives."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -182,3 +182,46 @@ def test_readiness_is_the_state_the_handshakes_reach() -> None:
     finally:
         ch.close()
         b.close()
+
+
+def _outcome(channel: KafkaChannel, step: Callable[[], bool]) -> tuple[object, object]:
+    """(what ``step`` returned or the error it raised, the mute state after it)."""
+    try:
+        result: object = step()
+    except IllegalStateError as e:
+        result = str(e)
+    return result, channel.mute_state
+
+
+@pytest.mark.parametrize("state", list(S))
+def test_request_received_is_mute_then_the_event_in_one_step(channel: KafkaChannel, state: ChannelMuteState) -> None:
+    """``request_received`` (the broker Processor's one call a request) returns, raises and leaves the state as
+    ``mute()`` followed by ``handle_channel_mute_event(REQUEST_RECEIVED)``, in every state."""
+    def mute_then_event() -> bool:
+        was_reading = channel.mute()
+        channel.handle_channel_mute_event(E.REQUEST_RECEIVED)
+        return was_reading
+
+    channel.mute_state = state
+    expected = _outcome(channel, mute_then_event)
+    channel.mute_state = state
+    got = _outcome(channel, channel.request_received)
+    if isinstance(expected[0], str):  # raised: the same error, and the state mute() left (MUTED, or as it was)
+        assert got == expected
+    else:
+        assert got == expected and (got[0] is (state is S.NOT_MUTED))
+
+
+@pytest.mark.parametrize("state", list(S))
+def test_response_sent_is_the_event_then_maybe_unmute_in_one_step(channel: KafkaChannel,
+                                                                  state: ChannelMuteState) -> None:
+    """``response_sent`` returns, raises and leaves the state as ``handle_channel_mute_event(RESPONSE_SENT)``
+    followed by ``maybe_unmute()``, in every state."""
+    def event_then_unmute() -> bool:
+        channel.handle_channel_mute_event(E.RESPONSE_SENT)
+        return channel.maybe_unmute()
+
+    channel.mute_state = state
+    expected = _outcome(channel, event_then_unmute)
+    channel.mute_state = state
+    assert _outcome(channel, channel.response_sent) == expected

@@ -5,14 +5,20 @@ from __future__ import annotations
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pykafka_client.network.transport.memory_pool import (
     GROWTH_STEP_BYTES,
     SMALL_FRAME_BYTES,
+    CountingMemoryPool,
     PooledFrameReader,
     SimpleMemoryPool,
+    _Release,
+    new_memory_pool,
 )
 from pykafka_client.network.transport.network_receive import FrameReader
+from pykafka_client.protocol.records import _native
 
 
 class FeedTransport:
@@ -164,3 +170,93 @@ def test_take_completed_hands_out_the_release_of_the_frame() -> None:
     assert receive is not None and callable(receive.extra)
     receive.extra()
     assert pool.available == 1000
+
+
+class _CountingPool(SimpleMemoryPool):
+    def __init__(self) -> None:
+        super().__init__(1 << 20)
+        self.released: list[int] = []
+
+    def release(self, size: int) -> None:
+        self.released.append(size)
+        super().release(size)
+
+
+@pytest.mark.skipif(_native.loaded_kernel() is None, reason="the compiled record kernel is not built")
+@pytest.mark.parametrize("size", [0, 1, 16_384])
+@pytest.mark.parametrize("with_pool", [True, False])
+@pytest.mark.parametrize("calls", [1, 2, 3])
+def test_the_kernels_release_once_is_the_release_callables_reference(size: int, with_pool: bool, calls: int) -> None:
+    """The kernel's ``release_once(pool, size)`` gives back what ``_Release(pool, size)`` does: ``pool.release(size)``
+    at the first call when there is a pool and a size, nothing after (idempotent), None returned; no argument taken."""
+    kernel = _native.loaded_kernel()
+    assert kernel is not None
+    outcomes = []
+    for make in (_Release, kernel.release_once):
+        pool = _CountingPool() if with_pool else None
+        release = make(pool, size)
+        results = [release() for _ in range(calls)]
+        outcomes.append((results, pool.released if pool is not None else None))
+        with pytest.raises(TypeError):
+            release(1)  # type: ignore[call-arg]  # (takes no argument)
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][1] == (([size] if size else []) if with_pool else None)
+
+
+def _pool_state(pool: CountingMemoryPool) -> tuple[int, ...]:
+    return (pool.capacity, pool.small_frame_reserve, pool.available, pool.used, pool.refused_total,
+            int(pool.is_out_of_memory()), int(pool.has_room(False)), int(pool.has_room(True)))
+
+
+_OWNERS = (object(), object())
+
+
+@pytest.mark.skipif(_native.loaded_kernel() is None, reason="the compiled record kernel is not built")
+@settings(max_examples=300, deadline=None)
+@given(
+    capacity=st.sampled_from([1, 7, 100, 1 << 20, 64 << 20]),
+    ops=st.lists(
+        st.one_of(
+            st.tuples(st.just("try_allocate"), st.integers(min_value=0, max_value=1 << 21), st.booleans()),
+            st.tuples(st.just("release"), st.integers(min_value=0, max_value=1 << 21)),
+            st.tuples(st.sampled_from(["try_overdraft", "end_overdraft"]), st.sampled_from([0, 1])),
+        ),
+        max_size=40,
+    ),
+)
+def test_the_kernels_memory_counter_is_the_simple_memory_pool(capacity: int, ops: list[tuple[object, ...]]) -> None:
+    """``new_memory_pool`` with the kernel (its ``memory_counter``) answers every call as :class:`SimpleMemoryPool`
+    does and keeps the same counts, whatever the sequence of allocations, releases and overdrafts."""
+    kernel = _native.loaded_kernel()
+    assert kernel is not None
+    pools: tuple[CountingMemoryPool, CountingMemoryPool] = (SimpleMemoryPool(capacity), new_memory_pool(capacity))
+    assert type(pools[1]) is not SimpleMemoryPool
+    assert _pool_state(pools[0]) == _pool_state(pools[1])
+    for op in ops:
+        name, *args = op
+        if name in ("try_overdraft", "end_overdraft"):
+            args = [_OWNERS[int(args[0])]]  # type: ignore[call-overload]
+        results = [getattr(pool, str(name))(*args) for pool in pools]
+        assert results[0] == results[1], op
+        assert _pool_state(pools[0]) == _pool_state(pools[1]), op
+
+
+def test_a_pool_of_no_capacity_is_refused_by_either() -> None:
+    for capacity in (0, -1):
+        with pytest.raises(ValueError, match="capacity must be positive"):
+            SimpleMemoryPool(capacity)
+        with pytest.raises(ValueError, match="capacity must be positive"):
+            new_memory_pool(capacity)
+
+
+@pytest.mark.skipif(_native.loaded_kernel() is None, reason="the compiled record kernel is not built")
+def test_the_kernels_memory_counter_takes_the_references_keywords() -> None:
+    pools = (SimpleMemoryPool(100), new_memory_pool(100))
+    for pool in pools:
+        assert pool.try_allocate(60, large=False) and pool.try_allocate(size=30, large=True)
+        assert pool.has_room(large=False) and pool.has_room(large=True)  # (10 left: under the reserve, but the overdraft is free)
+        with pytest.raises(TypeError):
+            pool.try_allocate(1)  # type: ignore[call-arg]  # (large missing)
+        with pytest.raises(TypeError):
+            pool.try_allocate(1, large=True, size=2)  # type: ignore[misc]  # (size twice)
+    assert _pool_state(pools[0]) == _pool_state(pools[1])

@@ -438,3 +438,55 @@ def test_a_frame_all_in_the_buffer_is_handed_out_without_a_copy() -> None:
     second, n = reader.read_frame(t)  # all in the buffer already: a view of it
     assert first is not None and second is not None and n == 0 and t.reads == 1
     assert bytes(second.payload) == payloads[1] and second.payload.obj is t.views[0].obj
+
+
+def _selector_view(sel: Selector, pool: SimpleMemoryPool, cid: str, start: int) -> tuple[object, ...]:
+    """What a read of ``cid`` left: the frames it added to the completed receives (from ``start``), the counts."""
+    channel = sel.channel(cid)
+    assert channel is not None
+    m = sel.metrics
+    return ([bytes(r.payload) for r in sel.completed_receives()[start:]], m.responses_received_total, m.bytes_received_total,
+            channel.bytes_received, channel.mute_state, sel.memory_muted_count(), channel.has_bytes_buffered(),
+            channel.waiting_for_memory(), pool.used, pool.refused_total, sel.disconnected())
+
+
+@pytest.mark.parametrize("room", [True, False])
+def test_read_buffered_of_a_frame_all_read_ahead_leaves_what_a_polls_read_does(room: bool) -> None:
+    """``read_buffered`` takes a frame that is all in the read-ahead buffer without the poll's read (the reader's
+    ``take_buffered_frame``): the frames, the selector's and the channel's counts, the pool's accounting and a memory
+    mute when the pool has no room are those a poll reading the channel gives."""
+    views = []
+    for via_read_buffered in (True, False):
+        pool = SimpleMemoryPool(1 << 20)
+        sel = Selector(time=MockTime(), channel_builder=DefaultChannelBuilder(Mode.SERVER), memory_pool=pool)
+        ours, peer = socket.socketpair()
+        try:
+            sel.register("a", ours)
+            peer.sendall(frame(b"one") + frame(b"two") + frame(b"three"))
+            sel.poll(0)
+            assert [bytes(r.payload) for r in sel.completed_receives()] == [b"one"]
+            channel = sel.channel("a")
+            assert channel is not None
+            for r in sel.completed_receives():
+                assert callable(r.extra)
+                r.extra()  # (the pool's release callable)
+            if not room:
+                assert pool.try_allocate(pool.capacity, large=False)
+            sel.mute("a")
+            sel.unmute("a")
+            if via_read_buffered:  # (its frames join the list the poll gave)
+                assert sel.read_buffered(channel)
+                views.append(_selector_view(sel, pool, "a", 1))
+            else:
+                sel.poll(0)
+                views.append(_selector_view(sel, pool, "a", 0))
+            if not room:  # waits for memory, muted; resumes once the pool has room
+                pool.release(pool.capacity)
+                sel.poll(0)
+                assert [bytes(r.payload) for r in sel.completed_receives()] == [b"two"]
+        finally:
+            sel.close()
+            peer.close()
+    assert views[0] == views[1]
+    assert views[0][0] == ([b"two"] if room else [])
+    assert views[0][5] == (0 if room else 1)
