@@ -230,8 +230,10 @@ class NetworkClient(ConnectionFailures):
         if not node.host or node.port < 0:  # node.is_empty(), inlined: the Sender asks once per iteration
             raise IllegalArgumentError(f"cannot connect to empty node {node}")
         node_id = str(node.id)
-        # is_ready() inlined (the same questions in the same order): one frame less per iteration
-        if not self.metadata_updater.is_update_due(now_ms):
+        # is_ready() inlined (the same questions in the same order): one frame less per iteration; no update can be
+        # due before the updater's deadline (read, not asked: the common case)
+        updater = self.metadata_updater
+        if now_ms < updater.update_deadline.no_update_before_ms or not updater.is_update_due(now_ms):
             if (
                 self.connection_states.is_ready(node_id, now_ms)
                 and self.selector.is_channel_ready(node_id)
@@ -249,7 +251,8 @@ class NetworkClient(ConnectionFailures):
 
     def is_ready(self, node: Node, now_ms: int) -> bool:
         """Ready and able to take another request; False for every node while a metadata update is due."""
-        if self.metadata_updater.is_update_due(now_ms):
+        updater = self.metadata_updater
+        if now_ms >= updater.update_deadline.no_update_before_ms and updater.is_update_due(now_ms):
             return False
         node_id = str(node.id)  # (the Sender's per-iteration question is ready(), which asks these without frames)
         if self.can_send_request(node_id, now_ms):
@@ -561,7 +564,14 @@ class NetworkClient(ConnectionFailures):
             responses, self._aborted_sends = self._aborted_sends, []
         else:
             responses = []
-            metadata_timeout = self.metadata_updater.maybe_update(now_ms)
+            updater = self.metadata_updater
+            deadline = updater.update_deadline
+            # (before the updater's deadline maybe_update() would do nothing and return the time to it: no call)
+            no_update_before_ms = deadline.no_update_before_ms
+            if now_ms < no_update_before_ms:
+                metadata_timeout = no_update_before_ms - now_ms
+            else:
+                metadata_timeout = updater.maybe_update(now_ms)
             selector = self.selector
             # (asked only when a session is to be re-authenticated: no call per poll otherwise)
             reauth_delay = selector.reauthentication_delay_ms() if selector.reauthentications_scheduled else None
@@ -606,8 +616,11 @@ class NetworkClient(ConnectionFailures):
                 timed_out = in_flight.nodes_with_timed_out_requests(updated_now)
                 if timed_out:
                     self._handle_timed_out_requests(timed_out, responses, updated_now)
-            if self.metadata_recovery_strategy is _REBOOTSTRAP and self.metadata_updater.needs_rebootstrap(
-                updated_now, self.rebootstrap_trigger_ms
+            # (no rebootstrap before the deadline, read again: the responses handled may have moved it)
+            if (
+                self.metadata_recovery_strategy is _REBOOTSTRAP
+                and updated_now >= deadline.no_update_before_ms
+                and updater.needs_rebootstrap(updated_now, self.rebootstrap_trigger_ms)
             ):
                 self._rebootstrap(responses, updated_now)
             if results & POLL_REAUTHENTICATION_SCHEDULED and selector.reauthentication_delay_ms() == 0:
