@@ -48,6 +48,8 @@ _LISTENER_NOT_FOUND = 72
 
 #: Metadata response versions from which leader epochs can be trusted (Java: version >= 9).
 _RELIABLE_LEADER_EPOCH_MIN_VERSION = 9
+#: :attr:`Metadata.no_update_before_ms` while an update may be due (requested, failed, being attempted, ...)
+UPDATE_MAY_BE_DUE = -(2**63)
 
 
 class Metadata:
@@ -87,6 +89,14 @@ class Metadata:
         #: When the current run of update attempts started (None when the last attempt succeeded): read-only outside
         #: this class (the updater's per-poll :meth:`needs_rebootstrap` question reads it without a call).
         self.attempt_start_ms: int | None = None
+        #: Before this time (ms) no update is due and none is being attempted: no update was requested and the last
+        #: one succeeded, so :meth:`time_to_next_update` is ``no_update_before_ms - now`` (the time to its expiry) and
+        #: :attr:`attempt_start_ms` is None (no rebootstrap is due). Set by a successful update (with nothing
+        #: requested since and no retry backoff that could outlast the expiry), and back to ``UPDATE_MAY_BE_DUE`` by
+        #: anything else that changes those answers (always under the lock). Read-only outside this class: the
+        #: NetworkClient's per-request and per-poll questions read it instead of calling (its updater's
+        #: ``update_deadline``); read without the lock, an update requested meanwhile is as if requested just after.
+        self.no_update_before_ms = UPDATE_MAY_BE_DUE
 
     # --- bootstrap -----------------------------------------------------------------------------
 
@@ -96,6 +106,7 @@ class Metadata:
             self._bootstrap_addresses = list(addresses)
             self._cluster = Cluster.bootstrap(self._bootstrap_addresses)
             self._need_full_update = True
+            self.no_update_before_ms = UPDATE_MAY_BE_DUE
             self._update_version += 1
 
     def is_bootstrapped(self) -> bool:
@@ -106,12 +117,14 @@ class Metadata:
         with self._lock:
             self._cluster = Cluster.bootstrap(self._bootstrap_addresses)
             self._need_full_update = True
+            self.no_update_before_ms = UPDATE_MAY_BE_DUE
             self._update_version += 1
             self.attempt_start_ms = None
 
     def attempt_started(self, now_ms: int) -> None:
         """An update attempt is starting; remembers when the current run of attempts began."""
         with self._lock:
+            self.no_update_before_ms = UPDATE_MAY_BE_DUE
             if self.attempt_start_ms is None:
                 self.attempt_start_ms = now_ms
 
@@ -160,11 +173,13 @@ class Metadata:
         """Ask for a full update as soon as the backoff allows; returns the current update version."""
         with self._lock:
             self._need_full_update = True
+            self.no_update_before_ms = UPDATE_MAY_BE_DUE
             return self._update_version
 
     def request_update_for_new_topics(self) -> int:
         with self._lock:
             self._need_partial_update = True
+            self.no_update_before_ms = UPDATE_MAY_BE_DUE
             return self._update_version
 
     def update_requested(self) -> bool:
@@ -227,6 +242,7 @@ class Metadata:
         with self._lock:
             self._last_refresh_ms = now_ms
             self._attempts += 1
+            self.no_update_before_ms = UPDATE_MAY_BE_DUE
 
     def fatal_error(self, exception: BaseException) -> None:
         with self._lock:
@@ -244,6 +260,10 @@ class Metadata:
             if not is_partial:
                 self._need_full_update = False
             self._need_partial_update = False
+            # (time_to_next_update's answer from now until the expiry: no backoff outlasts it, nothing requested)
+            expires = now_ms + self.metadata_expire_ms
+            quiet = not self._need_full_update and self.metadata_expire_ms >= self._refresh_backoff.upper_bound
+            self.no_update_before_ms = expires if quiet else UPDATE_MAY_BE_DUE
             self._cluster = self._build_cluster(response, is_partial, response_version)
             cluster = self._cluster
         for listener in list(self._listeners):
@@ -345,6 +365,7 @@ class Metadata:
                 return False
             self._last_seen_leader_epochs[key] = leader_epoch
             self._need_full_update = True
+            self.no_update_before_ms = UPDATE_MAY_BE_DUE
             return True
 
     # --- KIP-951 ------------------------------------------------------------------------------------

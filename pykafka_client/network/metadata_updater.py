@@ -35,8 +35,30 @@ class MetadataRecoveryStrategy(enum.Enum):
     REBOOTSTRAP = "rebootstrap"
 
 
+class UpdateDeadline(Protocol):
+    """What :attr:`MetadataUpdater.update_deadline` is: a time (ms) read without a call."""
+
+    @property
+    def no_update_before_ms(self) -> int: ...
+
+
+class _NeverDue:
+    """The update deadline of an updater that never fetches metadata."""
+
+    no_update_before_ms = MAX_DELAY_MS
+
+
 class MetadataUpdater(Protocol):
-    """How NetworkClient keeps metadata fresh (Java ``MetadataUpdater``)."""
+    """How NetworkClient keeps metadata fresh (Java ``MetadataUpdater``).
+
+    :attr:`update_deadline` lets the NetworkClient skip the per-request and per-poll questions while nothing can be
+    due: at a time ``now`` before its ``no_update_before_ms``, :meth:`is_update_due` is False, :meth:`maybe_update`
+    does nothing and returns ``no_update_before_ms - now`` (an updater that never fetches: at least a request
+    timeout, as that one), and :meth:`needs_rebootstrap` is False. The NetworkClient reads the deadline instead of
+    calling them then, and bounds its poll by ``no_update_before_ms - now``."""
+
+    @property
+    def update_deadline(self) -> UpdateDeadline: ...
 
     def fetch_nodes(self) -> list[Node]: ...
 
@@ -117,6 +139,9 @@ class DefaultMetadataUpdater:
         self._recovery_strategy = recovery_strategy
         self._in_progress: _InProgress | None = None
         self._warnings = LogRateLimiter(metadata_warning_interval_ms)
+        #: the Metadata's own deadline: a successful update (which ends the fetch in progress, if any) sets it, an
+        #: update requested or attempted (before a fetch starts) resets it, so no fetch is in progress before it
+        self.update_deadline: UpdateDeadline = metadata
 
     def fetch_nodes(self) -> list[Node]:
         return list(self.metadata.fetch().nodes)
@@ -229,6 +254,8 @@ class ManualMetadataUpdater:
 
     def __init__(self, nodes: list[Node] | None = None) -> None:
         self.nodes: list[Node] = list(nodes or [])
+        #: never due: the questions it spares always have the same answers here
+        self.update_deadline: UpdateDeadline = _NeverDue()
 
     def set_nodes(self, nodes: list[Node]) -> None:
         self.nodes = list(nodes)

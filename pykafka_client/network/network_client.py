@@ -102,7 +102,7 @@ from pykafka_client.protocol.headers import encode_request as encode_request_fra
 from pykafka_client.protocol.messages import ApiVersionsResponse, MetadataResponse
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import Node
-from pykafka_client.utils.time import SYSTEM_TIME, Time
+from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
 
 __all__ = [
     "SASL_MAX_RESERVED_CORRELATION_ID",
@@ -141,6 +141,14 @@ _new_in_flight_request = positional_new(InFlightRequest)
 _new_client_response = positional_new(ClientResponse)
 
 
+def _add_to(ids: set[str] | None, node_id: str) -> set[str]:
+    """``ids`` with ``node_id`` added (a new set when None)."""
+    if ids is None:
+        return {node_id}
+    ids.add(node_id)
+    return ids
+
+
 class NetworkClient(ConnectionFailures):
     """The real :class:`~pykafka_client.network.kafka_client.KafkaClient`."""
 
@@ -170,6 +178,9 @@ class NetworkClient(ConnectionFailures):
         self.selector = selector
         self.client_id = client_id
         self.time = time
+        # the monotonic clock in ns (the C clock itself for the system time): the poll reads it in ms, as
+        # hi_res_clock_ms() does, once per poll
+        self._clock_ns = nanoseconds_clock(time)
         self._rng = rng if rng is not None else random.Random()
         self.in_flight_requests = InFlightRequests(max_in_flight_requests_per_connection)
         self.connection_states = ClusterConnectionStates(
@@ -230,8 +241,10 @@ class NetworkClient(ConnectionFailures):
         if not node.host or node.port < 0:  # node.is_empty(), inlined: the Sender asks once per iteration
             raise IllegalArgumentError(f"cannot connect to empty node {node}")
         node_id = str(node.id)
-        # is_ready() inlined (the same questions in the same order): one frame less per iteration
-        if not self.metadata_updater.is_update_due(now_ms):
+        # is_ready() inlined (the same questions in the same order): one frame less per iteration; no update can be
+        # due before the updater's deadline (read, not asked: the common case)
+        updater = self.metadata_updater
+        if now_ms < updater.update_deadline.no_update_before_ms or not updater.is_update_due(now_ms):
             if (
                 self.connection_states.is_ready(node_id, now_ms)
                 and self.selector.is_channel_ready(node_id)
@@ -249,7 +262,8 @@ class NetworkClient(ConnectionFailures):
 
     def is_ready(self, node: Node, now_ms: int) -> bool:
         """Ready and able to take another request; False for every node while a metadata update is due."""
-        if self.metadata_updater.is_update_due(now_ms):
+        updater = self.metadata_updater
+        if now_ms >= updater.update_deadline.no_update_before_ms and updater.is_update_due(now_ms):
             return False
         node_id = str(node.id)  # (the Sender's per-iteration question is ready(), which asks these without frames)
         if self.can_send_request(node_id, now_ms):
@@ -411,10 +425,15 @@ class NetworkClient(ConnectionFailures):
         oldest_allowed_version: int | None = None,
         latest_allowed_version: int | None = None,
     ) -> ClientRequest:
+        # self.next_correlation_id(), without its calls: the counter's C draw, next() only where it wraps
+        ids = self._correlation_ids
+        correlation_id = ids.next_or_none()
+        if correlation_id is None:
+            correlation_id = ids.next()
         return _new_client_request(  # (every field, positional: no __init__ frame)
             node_id,
             body,
-            self._correlation_ids.next(),  # self.next_correlation_id(), one call less per request
+            correlation_id,
             self.client_id,
             created_time_ms,
             expect_response,
@@ -463,9 +482,13 @@ class NetworkClient(ConnectionFailures):
             raise IllegalStateError(f"attempt to send a request to node {node_id} which is not ready")
         self._ready_node = None  # the send changes what is_ready() found
         version: int | None = None
+        body = request.body
+        body_type = type(body)
+        correlation_id = request.correlation_id
+        client_id = request.client_id
         try:
             node_versions = self.api_versions.by_node.get(node_id)  # (the read-only view: no call of get())
-            chosen_key = (node_id, type(request.body), request.oldest_allowed_version, request.latest_allowed_version)
+            chosen_key = (node_id, body_type, request.oldest_allowed_version, request.latest_allowed_version)
             chosen = self._versions_chosen.get(chosen_key)
             if chosen is not None and chosen[0] is node_versions:
                 version = chosen[1]
@@ -474,37 +497,35 @@ class NetworkClient(ConnectionFailures):
                 if len(self._versions_chosen) >= _MAX_VERSIONS_CHOSEN:
                     self._versions_chosen.clear()
                 self._versions_chosen[chosen_key] = (node_versions, version)
-            body = request.body
-            kernel = _native.kernel
             # the producer's produce request (a type registered for the kernel's results) straight to the kernel's
             # encoder, the reference when it declines: encode_request_frame's dispatch without its call
-            if kernel is not None and type(body) in _results_response_types:
-                pieces = kernel.encode_produce_request(body, version, request.correlation_id, request.client_id)
+            if body_type in _results_response_types and (kernel := _native.kernel) is not None:
+                pieces = kernel.encode_produce_request(body, version, correlation_id, client_id)
                 if pieces is None:
-                    pieces = encode_request_frame_reference(body, version, request.correlation_id, request.client_id)  # type: ignore[arg-type]
+                    pieces = encode_request_frame_reference(body, version, correlation_id, client_id)  # type: ignore[arg-type]
             else:
-                pieces = encode_request_frame(body, version, request.correlation_id, request.client_id)
+                pieces = encode_request_frame(body, version, correlation_id, client_id)
         except Exception as e:  # any build/encode failure fails the request, see _fail_unencodable
             self._fail_unencodable(request, is_internal, version, e, now_ms)
             return
-        size = sum(map(len, pieces))
-        send = _new_network_send(node_id, pieces, size, 0, None)  # (every field, positional: no __init__ frame)
+        send = _new_network_send(node_id, pieces, sum(map(len, pieces)), 0, None)  # (every field, positional)
+        expect_response = request.expect_response
         in_flight = _new_in_flight_request(
             # request.make_header(version), without its calls (once per request sent): tuple.__new__ skips the
             # named tuple's Python __new__
-            _new_tuple(RequestHeaderInfo, (int(request.body.API_KEY), version, request.client_id, request.correlation_id)),
+            _new_tuple(RequestHeaderInfo, (int(body.API_KEY), version, client_id, correlation_id)),
             request.request_timeout_ms,
             request.created_time_ms,
             node_id,
             request.callback,
-            request.expect_response,
+            expect_response,
             is_internal,
-            request.body,
+            body,
             send,
             now_ms,
             0,
         )
-        if not request.expect_response:
+        if not expect_response:
             self._fire_and_forget_sent = True
         # (send.extra stays unset: send -> in_flight -> send would be a cycle holding the request's record batches
         # until a full collection after the response, not freed as the response is handled)
@@ -561,7 +582,14 @@ class NetworkClient(ConnectionFailures):
             responses, self._aborted_sends = self._aborted_sends, []
         else:
             responses = []
-            metadata_timeout = self.metadata_updater.maybe_update(now_ms)
+            updater = self.metadata_updater
+            deadline = updater.update_deadline
+            # (before the updater's deadline maybe_update() would do nothing and return the time to it: no call)
+            no_update_before_ms = deadline.no_update_before_ms
+            if now_ms < no_update_before_ms:
+                metadata_timeout = no_update_before_ms - now_ms
+            else:
+                metadata_timeout = updater.maybe_update(now_ms)
             selector = self.selector
             # (asked only when a session is to be re-authenticated: no call per poll otherwise)
             reauth_delay = selector.reauthentication_delay_ms() if selector.reauthentications_scheduled else None
@@ -580,7 +608,7 @@ class NetworkClient(ConnectionFailures):
             except OSError as e:
                 log.error("unexpected error while polling the network, polling goes on: %s", describe_error(e))
                 results = POLL_ALL
-            updated_now = self.time.hi_res_clock_ms()
+            updated_now = self._clock_ns() // 1_000_000  # time.hi_res_clock_ms(), without its frame
             # each handler only when its selector result has entries (the poll says which: no call for the empty ones)
             # a completed send completes a request only if it expects no response: none does unless one was sent
             if results & POLL_COMPLETED_SENDS and self._fire_and_forget_sent:
@@ -606,8 +634,11 @@ class NetworkClient(ConnectionFailures):
                 timed_out = in_flight.nodes_with_timed_out_requests(updated_now)
                 if timed_out:
                     self._handle_timed_out_requests(timed_out, responses, updated_now)
-            if self.metadata_recovery_strategy is _REBOOTSTRAP and self.metadata_updater.needs_rebootstrap(
-                updated_now, self.rebootstrap_trigger_ms
+            # (no rebootstrap before the deadline, read again: the responses handled may have moved it)
+            if (
+                self.metadata_recovery_strategy is _REBOOTSTRAP
+                and updated_now >= deadline.no_update_before_ms
+                and updater.needs_rebootstrap(updated_now, self.rebootstrap_trigger_ms)
             ):
                 self._rebootstrap(responses, updated_now)
             if results & POLL_REAUTHENTICATION_SCHEDULED and selector.reauthentication_delay_ms() == 0:
@@ -658,11 +689,11 @@ class NetworkClient(ConnectionFailures):
     def _handle_completed_receives(
         self, receives: list[NetworkReceive], responses: list[ClientResponse], now_ms: int
     ) -> None:
-        failed: set[str] = set()
+        failed: set[str] | None = None  # the connections closed on a response (a set only once one is)
         in_flight = self.in_flight_requests
         for receive in receives:
             source = receive.source
-            if source in failed:
+            if failed is not None and source in failed:
                 continue
             # taken out before the response is decoded (one call less), put back if it cannot be: a connection closed
             # on a response it cannot parse completes that request as disconnected with the others
@@ -671,7 +702,7 @@ class NetworkClient(ConnectionFailures):
                 self._close_on_protocol_error(
                     responses, source, now_ms, ProtocolError(f"unsolicited response from node {source}")
                 )
-                failed.add(source)
+                failed = _add_to(failed, source)
                 continue
             try:
                 header = req.header
@@ -702,7 +733,7 @@ class NetworkClient(ConnectionFailures):
                     describe_error(e),
                 )
                 self._close_on_protocol_error(responses, source, now_ms, e)
-                failed.add(source)
+                failed = _add_to(failed, source)
                 continue
             except BaseException:
                 in_flight.put_back_oldest(req)

@@ -116,7 +116,7 @@ class ProducerMetadata(Metadata):
         with self._lock:
             if topic not in self.topic_expiry:
                 self._new_topics.add(topic)
-                self._need_partial_update = True
+                self.request_update_for_new_topics()
             expiry = self.topic_expiry[topic] = now_ms + self.metadata_idle_ms
             if expiry < self._retain_at_ms:
                 self._retain_at_ms = expiry
@@ -149,10 +149,8 @@ class ProducerMetadata(Metadata):
     def request_update_for_topic(self, topic: str) -> int:
         with self._lock:
             if topic in self._new_topics:
-                self._need_partial_update = True
-            else:
-                self._need_full_update = True
-            return self._update_version
+                return self.request_update_for_new_topics()
+            return self.request_update()
 
     def topics_to_request(self) -> list[str] | None:
         with self._lock:

@@ -66,7 +66,10 @@ from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
 _READY = ChannelState.READY
 _NOT_MUTED = ChannelMuteState.NOT_MUTED
 _EVENT_READ = selectors.EVENT_READ
+_EVENT_WRITE = selectors.EVENT_WRITE
 
+#: the channels with bytes buffered that a poll reads, when no channel has any (the common case: no list per poll)
+_NONE_BUFFERED: tuple[str, ...] = ()
 #: ``connections.max.idle.ms`` default on the client (9 minutes); the broker uses 10 minutes.
 DEFAULT_CONNECTIONS_MAX_IDLE_MS = 540_000
 #: Kafka's "use the OS default" value for socket buffer sizes.
@@ -614,11 +617,19 @@ class Selector:
             raise IllegalArgumentError("timeout should be >= 0")
         if self._closed:
             raise IllegalStateError("the selector is closed")
-        self._completed_sends = self._pending_completed_sends
-        self._pending_completed_sends = []
-        self._completed_receives = []
-        self._disconnected = {}
-        self._connected = []
+        # this poll's results in new containers where the last poll's has entries (an empty one is this poll's as it
+        # is: a poll's results are read before the next poll, as Java's Selector clears its lists)
+        if self._pending_completed_sends:
+            self._completed_sends = self._pending_completed_sends
+            self._pending_completed_sends = []
+        elif self._completed_sends:
+            self._completed_sends = []
+        if self._completed_receives:
+            self._completed_receives = []
+        if self._disconnected:
+            self._disconnected = {}
+        if self._connected:
+            self._connected = []
         if self._pending_disconnects:
             self._disconnected.update(self._pending_disconnects)
             self._pending_disconnects.clear()
@@ -626,13 +637,16 @@ class Selector:
             self._update_stale_interest()
         if self._memory_muted:
             self._unmute_for_memory()
-        buffered = [c for c in self._buffered if not self._channels[c].is_muted()] if self._buffered else []
+        buffered = [c for c in self._buffered if not self._channels[c].is_muted()] if self._buffered else _NONE_BUFFERED
         if buffered or self._disconnected or self._completed_sends:
             timeout_ms = 0
-        start_ns = self._now_ns()
+        now_ns = self._now_ns
+        metrics = self.metrics
+        start_ns = now_ns()
         if timeout_ms > _MAX_SELECT_TIMEOUT_MS:
             timeout_ms = _MAX_SELECT_TIMEOUT_MS
-        if self.nonblocking:
+        nonblocking = self.nonblocking
+        if nonblocking:
             self.deferred_timeout_ms, timeout_ms = timeout_ms, 0
         handoff = self._handoff
         if buffered and self._skip_wait_when_buffered and self._waited_last_poll:
@@ -640,20 +654,19 @@ class Selector:
             self._waited_last_poll = False
         elif handoff is not None:
             self._waited_last_poll = True
-            m = self.metrics
             events = handoff.select(
                 self._epoll_fd, self._keys, timeout_ms, self._wakeup_fd,
-                m.requests_sent_total - m.responses_received_total,
+                metrics.requests_sent_total - metrics.responses_received_total,
             )
         else:
             self._waited_last_poll = True
             events = self._selector.select(timeout_ms / 1000.0 if timeout_ms > 0 else 0)
-        end_select_ns = self._now_ns()
-        if events and self.nonblocking and (len(events) > 1 or events[0][0].data is not None):
+        end_select_ns = now_ns()
+        if nonblocking and events and (len(events) > 1 or events[0][0].data is not None):
             # a connection had I/O: a blocking poll would have returned now with it, and its caller loops at once
             self.deferred_timeout_ms = 0
-        self.metrics.select_total += 1
-        self.metrics.select_time_ns_total += end_select_ns - start_ns
+        metrics.select_total += 1
+        metrics.select_time_ns_total += end_select_ns - start_ns
 
         # (the channels polled for an event: asked only when channels with bytes buffered are polled after them)
         handled: set[str] | None = set() if buffered else None
@@ -674,8 +687,8 @@ class Selector:
                 channel_or_none = channels.get(cid)
                 if cid not in handled and channel_or_none is not None:
                     self._poll_channel(channel_or_none, selectors.EVENT_READ, end_select_ns)
-        end_io_ns = self._now_ns()
-        self.metrics.io_time_ns_total += end_io_ns - end_select_ns
+        end_io_ns = now_ns()
+        metrics.io_time_ns_total += end_io_ns - end_select_ns
         idle = self._idle
         if idle is not None and end_io_ns >= idle.next_check_ns:  # (no call before a connection may have expired)
             self._maybe_close_oldest_connection(end_io_ns)
@@ -751,10 +764,11 @@ class Selector:
             if ready:
                 if (mask & _EVENT_READ or channel.has_bytes_buffered()) and channel.mute_state is _NOT_MUTED:
                     receives, n, more = channel.read_frames(self._max_receives, self._max_read_bytes)
-                    self.metrics.bytes_received_total += n
+                    metrics = self.metrics
+                    metrics.bytes_received_total += n
                     if receives:
                         self._completed_receives.extend(receives)
-                        self.metrics.responses_received_total += len(receives)
+                        metrics.responses_received_total += len(receives)
                     if more:
                         self._buffered.add(cid)
                     else:
@@ -762,7 +776,7 @@ class Selector:
                     if self._memory_pool is not None and channel.waiting_for_memory() and not channel.is_muted():
                         self._mute_for_memory(channel)
                         interest_may_change = True
-                if mask & selectors.EVENT_WRITE:
+                if mask & _EVENT_WRITE:
                     interest_may_change = True  # a write, or a write event with nothing to write: a registration to correct
                     if channel.has_send():
                         before = channel.bytes_sent

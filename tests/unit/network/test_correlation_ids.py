@@ -60,3 +60,16 @@ def test_a_request_header_is_an_immutable_value() -> None:
     assert repr(header) == "RequestHeaderInfo(api_key=0, api_version=9, client_id='client', correlation_id=7)"
     with pytest.raises(AttributeError):
         header.correlation_id = 8  # type: ignore[misc]
+
+
+def test_next_or_none_draws_from_the_same_counter_and_stops_before_the_reserved_range() -> None:
+    ids = CorrelationIds(SASL_MIN_RESERVED_CORRELATION_ID - 3)
+    assert ids.next_or_none() == SASL_MIN_RESERVED_CORRELATION_ID - 3
+    assert ids.next() == SASL_MIN_RESERVED_CORRELATION_ID - 2
+    assert ids.next_or_none() == SASL_MIN_RESERVED_CORRELATION_ID - 1
+    assert ids.next_or_none() is None  # the reserved range: next() wraps
+    assert ids.next_id == SASL_MIN_RESERVED_CORRELATION_ID  # (the counter's next; next() wraps it)
+    assert ids.next() == -(2**31)
+    assert ids.next_or_none() == -(2**31) + 1
+    ids.next_id = 7
+    assert [ids.next_or_none(), ids.next(), ids.next_id, ids.next()] == [7, 8, 9, 9]
