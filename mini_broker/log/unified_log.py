@@ -103,16 +103,6 @@ _PRODUCER_CLIENT: Final = _pai.AppendOrigin.CLIENT
 _TRANSACTIONAL_FLAG: Final = 0x10
 
 
-def _appendable(records: bytes | bytearray | memoryview) -> bytearray | memoryview:
-    """``records`` itself when it is a writable, contiguous memoryview of bytes (the append may rewrite batch
-    headers in it), else a copy to rewrite."""
-    if records.__class__ is memoryview:
-        view: memoryview = records
-        if not view.readonly and view.format == "B" and view.ndim == 1 and view.c_contiguous:
-            return view
-    return bytearray(records)
-
-
 class Log:
     """A partition log. Create with the directory; it loads (and recovers) what is there."""
 
@@ -353,7 +343,14 @@ class Log:
         memoryview (a request frame's records, which nothing reads after the append), rewritten in place: no
         copy of the whole request per append.
         """
-        buf = _appendable(records)
+        # ``records`` itself when it is a writable, contiguous memoryview of bytes (headers are rewritten in it), else
+        # a copy to rewrite (here rather than in a helper: a frame less on every append)
+        buf: bytearray | memoryview
+        if (isinstance(records, memoryview) and not records.readonly and records.format == "B" and records.ndim == 1
+                and records.c_contiguous):
+            buf = records
+        else:
+            buf = bytearray(records)
         checks = self.append_checks
         now = self._time.milliseconds()
         if origin is _CLIENT:
