@@ -7037,9 +7037,9 @@ static PyObject *k_client_batch_header(PyObject *self, PyObject *const *args, Py
 
 /* ==== broker append (h/brkappend) =============================================================================== */
 
-/* A varint of one or two bytes in [*pp, lim) (lim - *pp >= 2 checked by the caller), zig-zag decoded: 0 and *pp
- * advanced; -1 for a longer one (the caller defers). */
-static inline __attribute__((always_inline)) int brk_v12(const uint8_t **pp, int64_t *out)
+/* A varint of one or two bytes in [*pp, lim) (lim - *pp >= 2 checked by the caller) in its zig-zag form (not decoded):
+ * 0 and *pp advanced; -1 for a longer one (the caller defers). (h/prodappend) */
+static inline __attribute__((always_inline)) int brk_raw12(const uint8_t **pp, uint64_t *out)
 {
     const uint8_t *p = *pp;
     uint64_t u = p[0];
@@ -7052,7 +7052,7 @@ static inline __attribute__((always_inline)) int brk_v12(const uint8_t **pp, int
     } else {
         *pp = p + 1;
     }
-    *out = (int64_t)((u >> 1) ^ (0 - (u & 1)));
+    *out = u;
     return 0;
 }
 
@@ -7065,35 +7065,39 @@ static inline __attribute__((always_inline)) const uint8_t *brk_quick_record(con
                                                                              long long i, const batch_args *a,
                                                                              const checks_t *k, int ts_all_ok)
 {
-    int64_t length, ts_delta, offset_delta, key_len, value_len, ts;
-    /* (a record of 7 bytes or more holds the attributes and the first three varints of up to two bytes each: they are
-     * read without a bound each, h/prodappend; a shorter one goes through parse_record) */
-    if (end - p < 2 || brk_v12(&p, &length) < 0 || length < 7 || length > end - p)
+    /* (h/prodappend: the varints compared in their zig-zag form, brk_raw12, rather than decoded: a length, key or value
+     * length is even when not negative (-1 is 1), the offset delta i is 2i; a record of 7 bytes or more holds the
+     * attributes and the first three varints of up to two bytes each, read without a bound each; a shorter one goes
+     * through parse_record) */
+    uint64_t length, ts_raw, offset_raw, key_raw, value_raw;
+    if (end - p < 2 || brk_raw12(&p, &length) < 0 || (length & 1) || (length >>= 1) < 7 || (int64_t)length > end - p)
         return NULL;
     const uint8_t *rec_end = p + length;
     p++; /* attributes */
-    if (brk_v12(&p, &ts_delta) < 0 || brk_v12(&p, &offset_delta) < 0 || offset_delta != i || brk_v12(&p, &key_len) < 0)
+    if (brk_raw12(&p, &ts_raw) < 0 || brk_raw12(&p, &offset_raw) < 0 || offset_raw != 2 * (uint64_t)i ||
+        brk_raw12(&p, &key_raw) < 0)
         return NULL;
-    if (key_len == -1) {
+    if (key_raw == 1) { /* -1: a null key */
         if (k->require_keys)
             return NULL;
-    } else if (key_len < 0 || key_len > rec_end - p) {
+    } else if ((key_raw & 1) || (int64_t)(key_raw >> 1) > rec_end - p) {
         return NULL;
     } else {
-        p += key_len;
+        p += key_raw >> 1;
     }
-    if (rec_end - p < 2 || brk_v12(&p, &value_len) < 0)
+    if (rec_end - p < 2 || brk_raw12(&p, &value_raw) < 0)
         return NULL;
-    if (value_len != -1) {
-        if (value_len < 0 || value_len > rec_end - p)
+    if (value_raw != 1) { /* not a null value */
+        if ((value_raw & 1) || (int64_t)(value_raw >> 1) > rec_end - p)
             return NULL;
-        p += value_len;
+        p += value_raw >> 1;
     }
     /* no headers: the count 0 is the record's last byte */
     if (rec_end - p != 1 || *p != 0)
         return NULL;
     if (ts_all_ok) /* every timestamp a two-byte delta reaches passes (brk_quick_ts_all_ok) */
         return rec_end;
+    int64_t ts, ts_delta = (int64_t)((ts_raw >> 1) ^ (0 - (ts_raw & 1)));
     if (add_overflows(a->base_timestamp, ts_delta, &ts))
         return NULL;
     if (k->check_ts && ts >= 0) {

@@ -255,8 +255,9 @@ def test_roll_when_offset_index_is_full(tmp_path: Path, time: MockTime) -> None:
 
 
 @pytest.mark.parametrize("constant_ts", [False, True])
-def test_a_segment_rolls_exactly_when_one_of_its_indexes_is_full(tmp_path: Path, time: MockTime,
-                                                                 constant_ts: bool) -> None:
+def test_a_segment_rolls_exactly_when_one_of_its_indexes_is_full(
+    tmp_path: Path, time: MockTime, constant_ts: bool
+) -> None:
     """The roll check asks the indexes only once the segment's count of index appends left reached 0 (h/prodappend):
     the segment still rolls at the first append after either index filled, never earlier, with timestamps that fill
     the time index first or that it never takes twice (the offset index fills), and after a reopen with entries
