@@ -6995,12 +6995,15 @@ static PyObject *k_client_batch_header(PyObject *self, PyObject *const *args, Py
     }
     /* check_batch(buf, 0, True, True, now, before, after, require_keys, crc32c) on the one view (h/prodappend: no
      * boxed arguments, one buffer, the tuple built from its items) */
-    long long max_message_bytes = PyLong_AsLongLong(args[5]);
-    long long now = PyLong_AsLongLong(args[1]);
-    long long before = PyLong_AsLongLong(args[2]);
-    long long after = PyLong_AsLongLong(args[3]);
+    /* (..AndOverflow: on 3.11 PyLong_AsLongLong reads an int of two digits or more through _PyLong_AsByteArray,
+     * ~150 instructions; a clock in ms and LONG_MAX are such ints) */
+    int o1 = 0, o2 = 0, o3 = 0, o4 = 0;
+    long long max_message_bytes = PyLong_AsLongLongAndOverflow(args[5], &o1);
+    long long now = PyLong_AsLongLongAndOverflow(args[1], &o2);
+    long long before = PyLong_AsLongLongAndOverflow(args[2], &o3);
+    long long after = PyLong_AsLongLongAndOverflow(args[3], &o4);
     int require_keys = PyObject_IsTrue(args[4]);
-    if (PyErr_Occurred() || require_keys < 0) {
+    if (PyErr_Occurred() || o1 || o2 || o3 || o4 || require_keys < 0) {
         PyErr_Clear(); /* a value the reference judges */
         Py_RETURN_NONE;
     }
