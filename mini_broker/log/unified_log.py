@@ -102,7 +102,7 @@ _PRODUCER_CLIENT: Final = _pai.AppendOrigin.CLIENT
 #: a v2 batch's "transactional" attribute bit
 _TRANSACTIONAL_FLAG: Final = 0x10
 #: the places of LogOffsetMetadata.message_offset and AppendChecks.log_append_time, read by index on every append (on
-#: Python 3.11 a named tuple's field read by name is a generic attribute lookup, ~150 instructions; by index ~10)
+#: Python 3.11 a named tuple's field read by name is a generic attribute lookup, ~50-150 instructions; by index ~10)
 _MESSAGE_OFFSET: Final = LogOffsetMetadata._fields.index("message_offset")
 _LOG_APPEND_TIME: Final = AppendChecks._fields.index("log_append_time")
 
@@ -432,8 +432,8 @@ class Log:
         ``pending`` updates, or the one ``batch`` of ``next_entry``'s producer that
         :meth:`~mini_broker.producer_state.producer_state_manager.ProducerStateManager.next_append_entry` accepted),
         the high watermark."""
-        # (the named tuples unpacked, not read by field name: on Python 3.11 a field read is a generic attribute lookup,
-        # ~150 instructions; this runs on every append)
+        # (the named tuples unpacked, not read by field name: on Python 3.11 a field read is a generic attribute lookup
+        # (~50-150 instructions); this runs on every append)
         next_offset, max_timestamp, offset_of_max_timestamp, num_records, appended = assigned
         log_append_time, _, _, _, _, flush_interval_messages = checks
         segment = self._segments[-1]

@@ -134,5 +134,5 @@ class ProducerStateEntry:
 #: BatchMetadata made without its Python-level __new__ (one per batch appended)
 _new_batch_metadata = positional_tuple(BatchMetadata)
 #: the place of BatchMetadata.last_seq, read by index on every append (on Python 3.11 a named tuple's field read by name
-#: is a generic attribute lookup, ~150 instructions; by index ~10)
+#: is a generic attribute lookup, ~50-150 instructions; by index ~10)
 LAST_SEQ: Final = BatchMetadata._fields.index("last_seq")
