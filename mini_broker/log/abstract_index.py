@@ -67,8 +67,12 @@ class AbstractIndex:
     def entries(self) -> int:
         return len(self._columns)
 
+    def room(self) -> int:
+        """How many more entries fit (0 or less: full)."""
+        return self.max_entries - len(self._columns)
+
     def is_full(self) -> bool:
-        return len(self._columns) >= self.max_entries
+        return self.room() <= 0
 
     def _largest_at_most(self, column: int, key: int) -> int:
         """Index of the last entry whose ``column`` value is <= ``key`` (the column is sorted), or -1."""

@@ -118,6 +118,9 @@ class LogSegment:
         if last_ts >= 0:
             self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = last_ts, last_ts_offset
         self._bytes_since_last_index_entry = 0
+        #: at most the room left in either index (:meth:`_index_room_left`): each index append of this segment takes
+        #: one, so :meth:`should_roll` asks the indexes only once it reaches 0
+        self._index_room = self._index_room_left()
         self._rolling_based_timestamp: int | None = None
         self.deleted = False
 
@@ -161,11 +164,15 @@ class LogSegment:
                       else self.time_waited_for_roll(now_ms, max_timestamp_in_messages))
             if waited > self._max_segment_ms - self.roll_jitter_ms:
                 return True
-        return (
-            self.offset_index.is_full()
-            or self.time_index.is_full()
-            or not 0 <= max_offset - self.base_offset <= _INT32_MAX
-        )
+        # (an index is full only once the count of appends left reached 0: then the indexes are asked, as Kafka's
+        # offsetIndex.isFull || timeIndex.isFull)
+        return (self._index_room <= 0 and self._index_room_left() <= 0) or not 0 <= max_offset - self.base_offset <= _INT32_MAX
+
+    def _index_room_left(self) -> int:
+        """The entries that still fit in both indexes (0 or less: one is full), kept as :attr:`_index_room`."""
+        offsets, times = self.offset_index.room(), self.time_index.room()
+        room = self._index_room = offsets if offsets < times else times
+        return room
 
     def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
         """Age of the segment: by record timestamps once it holds any, else by wall time since creation."""
@@ -200,6 +207,7 @@ class LogSegment:
         if self._bytes_since_last_index_entry > self._config.index_interval_bytes:
             self.offset_index.append(last_offset, position)
             self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+            self._index_room -= 1  # (each index took at most one entry)
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += size
 
@@ -209,6 +217,7 @@ class LogSegment:
             self.time_index.maybe_append(
                 self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True
             )
+            self._index_room -= 1
         self.flush()
 
     def flush(self) -> None:
@@ -337,6 +346,7 @@ class LogSegment:
         """
         self.offset_index.reset()
         self.time_index.reset()
+        self._index_room_left()
         self.max_timestamp_so_far = NO_TIMESTAMP
         self.offset_of_max_timestamp_so_far = self.base_offset
         self._bytes_since_last_index_entry = 0

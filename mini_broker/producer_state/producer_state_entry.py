@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from mini_broker.utils.positional_tuple import positional_tuple
 
@@ -120,7 +120,7 @@ class ProducerStateEntry:
         if producer_epoch != self.producer_epoch:
             return None
         for b in self.batch_metadata:
-            if b.last_seq == last_seq and b.first_seq == first_seq:  # the cheap field first: one check per append
+            if b[LAST_SEQ] == last_seq and b.first_seq == first_seq:  # the cheap field first: one check per append
                 return b
         return None
 
@@ -133,3 +133,6 @@ class ProducerStateEntry:
 
 #: BatchMetadata made without its Python-level __new__ (one per batch appended)
 _new_batch_metadata = positional_tuple(BatchMetadata)
+#: the place of BatchMetadata.last_seq, read by index on every append (on Python 3.11 a named tuple's field read by name
+#: is a generic attribute lookup, ~50-150 instructions; by index ~10)
+LAST_SEQ: Final = BatchMetadata._fields.index("last_seq")

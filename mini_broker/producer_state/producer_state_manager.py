@@ -47,7 +47,7 @@ from crc32c import crc32c
 from sortedcontainers import SortedDict
 
 from mini_broker.producer_state.producer_append_info import AppendOrigin, BatchInfo, ProducerAppendInfo, in_sequence
-from mini_broker.producer_state.producer_state_entry import BatchMetadata, ProducerStateEntry
+from mini_broker.producer_state.producer_state_entry import LAST_SEQ, BatchMetadata, ProducerStateEntry
 from mini_broker.producer_state.txn_metadata import CompletedTxn, TxnMetadata
 from mini_broker.utils.atomic_file import atomic_write
 from mini_broker.utils.positional_tuple import positional_tuple
@@ -307,7 +307,7 @@ class ProducerStateManager:
             return None
         if (entry.current_txn_first_offset is not None) != bool(is_transactional):
             return None  # starts a transaction, or a non-transactional batch inside one
-        if not in_sequence(cached[-1].last_seq, first_seq):
+        if not in_sequence(cached[-1][LAST_SEQ], first_seq):
             return None
         if entry.find_duplicate_batch(epoch, first_seq, next_last_sequence(first_seq, delta)) is not None:
             return None

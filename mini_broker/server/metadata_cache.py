@@ -239,7 +239,7 @@ class MetadataCache:
             return sorted(self._topics.values(), key=lambda t: t.name)
 
     def contains_partition(self, topic: str, partition: int) -> bool:
-        t = self.get_topic(topic)
+        t = self._topics.get(topic)  # (get_topic's one dict read, without its frame: every partition of every Produce)
         return t is not None and 0 <= partition < t.num_partitions
 
     @property

@@ -257,9 +257,10 @@ class ReplicaManager:
 
     def _get_log(self, tp: TopicPartition) -> Log:
         """The partition's log, or raise UNKNOWN_TOPIC_OR_PARTITION."""
-        if not self.metadata_cache.contains_partition(tp.topic, tp.partition):
+        topic, partition = tp  # (unpacked: a named tuple's field read by name is a generic attribute lookup on 3.11)
+        if not self.metadata_cache.contains_partition(topic, partition):
             raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}")
-        lg = self.log_manager.get_log(tp.topic, tp.partition)
+        lg = self.log_manager.get_log(topic, partition)
         if lg is None:
             raise self.replication.missing_log_error(tp)
         return lg
@@ -393,7 +394,9 @@ class ReplicaManager:
                     return PartitionResponse(error_code=InvalidRecordError.code, error_message=msg,
                                              record_errors=[(i, msg) for i in keyless]), None
             info = self.replication.append_as_leader(tp, lg, records, origin, required_acks)
-            if info.first_offset < 0:
+            # (unpacked rather than read by field name: a named tuple's field read by name is a generic attribute lookup on 3.11)
+            first_offset, last_offset, _, _, log_append_time, log_start_offset, _, _, _ = info
+            if first_offset < 0:
                 raise CorruptRecordError("produce request has no record batches")
         except KafkaError as e:
             code = error_code(e)
@@ -412,10 +415,9 @@ class ReplicaManager:
             if counters is None:
                 counters = self._append_counters = self._append_counters_pair()
             inc_pair(counters[0], records.nbytes if records.__class__ is memoryview else _records_size(records),
-                     counters[1], info.last_offset - info.first_offset + 1)
+                     counters[1], last_offset - first_offset + 1)
         # error code, base offset, log append time, log start offset, record errors, error message, last offset
-        return _new_partition_response(0, info.first_offset, info.log_append_time, info.log_start_offset, [], None,
-                                       info.last_offset), lg
+        return _new_partition_response(0, first_offset, log_append_time, log_start_offset, [], None, last_offset), lg
 
     # --- fetch --------------------------------------------------------------------------------------
 

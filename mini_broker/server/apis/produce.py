@@ -163,11 +163,14 @@ def handle(apis: KafkaApis, request: Request) -> None:
     denied = authorization if isinstance(authorization, dict) else {}
     if denied:
         entries = _without(entries, denied)
+    # (the kernel's answer read here, without _any_transactional's frame: None when it declines or is not loaded)
+    kernel = _native.kernel
+    transactional = kernel.any_transactional(entries) if kernel is not None and transactional_id is None else None
     if isinstance(authorization, tuple):
         request_error = authorization
     elif duplicate:
         request_error = InvalidRequestError.code, "Duplicate partition in produce request"
-    elif transactional_id is None and _any_transactional(entries):
+    elif transactional_id is None and (transactional if transactional is not None else _any_transactional(entries)):
         request_error = (TransactionalIdAuthorizationError.code,
                          "transactional records need the producer's transactional id in the Produce request")
     elif transactional_id is not None and verifier is None:
@@ -303,13 +306,8 @@ def _refusals(transactional_id: str, answers: Mapping[tuple[int, int], Mapping[T
 
 def _any_transactional(entries: list[tuple[TopicPartition, object]]) -> bool:
     """Whether the first batch of any partition's records is transactional: its v2 header's transactional bit (read
-    here, in one frame: this runs on every Produce request without a transactional id; the kernel's
-    ``any_transactional`` first, where it is loaded and takes the records)."""
-    kernel = _native.kernel
-    if kernel is not None:
-        answer = kernel.any_transactional(entries)
-        if answer is not None:
-            return answer
+    here, in one frame; the reference of the kernel's ``any_transactional``, which :func:`handle` asks first, where it
+    is loaded and takes the records)."""
     for _, records in entries:
         if not isinstance(records, (bytes, bytearray, memoryview)) or len(records) < _ATTRIBUTES_END:
             continue

@@ -613,7 +613,8 @@ typedef struct {
 } checks_t;
 
 static inline const uint8_t *brk_quick_record(const uint8_t *p, const uint8_t *end, long long i, const batch_args *a,
-                                              const checks_t *k); /* h/brkappend's region */
+                                              const checks_t *k, int ts_all_ok); /* h/brkappend's region */
+static int brk_quick_ts_all_ok(const batch_args *a, const checks_t *k); /* h/prodappend's region */
 
 /* Every record well formed, offset delta i for the i-th, timestamps in bounds, keys present if required:
  * 1 when the reference would accept, 0 when it must look (it raises). */
@@ -621,8 +622,9 @@ static int validate_scan(const uint8_t *p, const uint8_t *end, const batch_args 
 {
     if (a->count > 0 && a->base_offset > INT64_MAX - (a->count - 1))
         return 0; /* (the i-th record's offset base + i overflows for some i: the loop below would say 0 there) */
+    int ts_all_ok = brk_quick_ts_all_ok(a, k);
     for (long long i = 0; i < a->count; i++) {
-        const uint8_t *q = brk_quick_record(p, end, i, a, k);
+        const uint8_t *q = brk_quick_record(p, end, i, a, k, ts_all_ok);
         if (q != NULL) { /* the common record, accepted (a NULL: parse_record and the checks below judge it) */
             p = q;
             continue;
@@ -705,6 +707,66 @@ PyDoc_STRVAR(check_batch_doc,
     "check_records) would accept it; None when the reference must decide (it raises, or the batch is compressed).\n"
     "The CRC is computed by calling crc32c(view).");
 
+/* check_batch on the bytes [buf, buf + len) at pos: the batch's size when the reference would accept it, -1 when the
+ * reference must decide (the CRC is computed by calling crc32c on a view of the bytes; an error there declines). */
+static long long check_batch_view(const uint8_t *buf, Py_ssize_t len, long long pos, int from_client, int deep,
+                                  long long now, long long before, long long after, int require_keys, PyObject *crc32c)
+{
+    if (pos < 0 || pos > len || len - (Py_ssize_t)pos < 12)
+        return -1;
+    const uint8_t *h = buf + pos;
+    Py_ssize_t available = len - (Py_ssize_t)pos;
+    int64_t batch_length = (int32_t)be_field(h + BATCH_LENGTH_AT, 4);
+    if (batch_length < MIN_BATCH_LENGTH || batch_length > available - 12 || h[MAGIC_AT] != 2)
+        return -1;
+    PyObject *mv = PyMemoryView_FromMemory((char *)h + ATTRIBUTES_AT, (Py_ssize_t)batch_length + 12 - ATTRIBUTES_AT,
+                                           PyBUF_READ);
+    PyObject *crc = mv != NULL ? PyObject_CallOneArg(crc32c, mv) : NULL;
+    Py_XDECREF(mv);
+    unsigned long long computed = crc != NULL ? PyLong_AsUnsignedLongLong(crc) : 0;
+    Py_XDECREF(crc);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    int attributes = (int)(int16_t)be_field(h + ATTRIBUTES_AT, 2);
+    int64_t last_offset_delta = (int32_t)be_field(h + LAST_OFFSET_DELTA_AT, 4);
+    int64_t count = (int32_t)be_field(h + RECORDS_COUNT_AT, 4);
+    int codec = attributes & CODEC_MASK;
+    if (computed != be_field(h + CRC_AT, 4) || codec > MAX_CODEC_ID || count < 0 ||
+        (codec == 0 && count > (batch_length + 12 - RECORDS_AT) / MIN_RECORD_SIZE) || last_offset_delta < 0)
+        return -1;
+    if (from_client && ((attributes & CONTROL_BIT) || count == 0 || last_offset_delta + 1 != count))
+        return -1;
+    if (deep && count > 0) {
+        /* check_records: the reference decodes compressed records and judges inconsistent counts */
+        if (codec != 0 || last_offset_delta != count - 1)
+            return -1;
+        checks_t k;
+        k.check_ts = !(attributes & TIMESTAMP_TYPE_BIT) && (before < INT64_MAX || after < INT64_MAX);
+        k.require_keys = require_keys;
+        k.now = now;
+        k.before_max = before;
+        k.after_max = after;
+        batch_args a;
+        a.count = count;
+        a.base_offset = (long long)(int64_t)be_field(h, 8);
+        a.base_timestamp = (long long)(int64_t)be_field(h + BASE_TIMESTAMP_AT, 8);
+        const uint8_t *p = h + RECORDS_AT, *end = h + batch_length + 12;
+        int ok;
+        if (end - p >= NOGIL_THRESHOLD) {
+            Py_BEGIN_ALLOW_THREADS
+            ok = validate_scan(p, end, &a, &k);
+            Py_END_ALLOW_THREADS
+        } else {
+            ok = validate_scan(p, end, &a, &k);
+        }
+        if (!ok)
+            return -1;
+    }
+    return batch_length + 12;
+}
+
 static PyObject *k_check_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 9) {
@@ -726,61 +788,8 @@ static PyObject *k_check_batch(PyObject *self, PyObject *const *args, Py_ssize_t
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    long long size = -1;
-    if (pos < 0 || pos > view.len || view.len - (Py_ssize_t)pos < 12)
-        goto done;
-    const uint8_t *h = (const uint8_t *)view.buf + pos;
-    Py_ssize_t available = view.len - (Py_ssize_t)pos;
-    int64_t batch_length = (int32_t)be_field(h + BATCH_LENGTH_AT, 4);
-    if (batch_length < MIN_BATCH_LENGTH || batch_length > available - 12 || h[MAGIC_AT] != 2)
-        goto done;
-    PyObject *mv = PyMemoryView_FromMemory((char *)h + ATTRIBUTES_AT, (Py_ssize_t)batch_length + 12 - ATTRIBUTES_AT,
-                                           PyBUF_READ);
-    PyObject *crc = mv != NULL ? PyObject_CallOneArg(args[8], mv) : NULL;
-    Py_XDECREF(mv);
-    unsigned long long computed = crc != NULL ? PyLong_AsUnsignedLongLong(crc) : 0;
-    Py_XDECREF(crc);
-    if (PyErr_Occurred()) {
-        PyErr_Clear();
-        goto done;
-    }
-    int attributes = (int)(int16_t)be_field(h + ATTRIBUTES_AT, 2);
-    int64_t last_offset_delta = (int32_t)be_field(h + LAST_OFFSET_DELTA_AT, 4);
-    int64_t count = (int32_t)be_field(h + RECORDS_COUNT_AT, 4);
-    int codec = attributes & CODEC_MASK;
-    if (computed != be_field(h + CRC_AT, 4) || codec > MAX_CODEC_ID || count < 0 ||
-        (codec == 0 && count > (batch_length + 12 - RECORDS_AT) / MIN_RECORD_SIZE) || last_offset_delta < 0)
-        goto done;
-    if (from_client && ((attributes & CONTROL_BIT) || count == 0 || last_offset_delta + 1 != count))
-        goto done;
-    if (deep && count > 0) {
-        /* check_records: the reference decodes compressed records and judges inconsistent counts */
-        if (codec != 0 || last_offset_delta != count - 1)
-            goto done;
-        checks_t k;
-        k.check_ts = !(attributes & TIMESTAMP_TYPE_BIT) && (before < INT64_MAX || after < INT64_MAX);
-        k.require_keys = require_keys;
-        k.now = now;
-        k.before_max = before;
-        k.after_max = after;
-        batch_args a;
-        a.count = count;
-        a.base_offset = (long long)(int64_t)be_field(h, 8);
-        a.base_timestamp = (long long)(int64_t)be_field(h + BASE_TIMESTAMP_AT, 8);
-        const uint8_t *p = h + RECORDS_AT, *end = h + batch_length + 12;
-        int ok;
-        if (end - p >= NOGIL_THRESHOLD) {
-            Py_BEGIN_ALLOW_THREADS
-            ok = validate_scan(p, end, &a, &k);
-            Py_END_ALLOW_THREADS
-        } else {
-            ok = validate_scan(p, end, &a, &k);
-        }
-        if (!ok)
-            goto done;
-    }
-    size = batch_length + 12;
-done:
+    long long size = check_batch_view((const uint8_t *)view.buf, view.len, pos, from_client, deep, now, before, after,
+                                      require_keys, args[8]);
     PyBuffer_Release(&view);
     if (size < 0)
         Py_RETURN_NONE;
@@ -6984,39 +6993,44 @@ static PyObject *k_client_batch_header(PyObject *self, PyObject *const *args, Py
         PyErr_SetString(PyExc_TypeError, "client_batch_header takes 7 arguments");
         return NULL;
     }
-    long long max_message_bytes = PyLong_AsLongLong(args[5]);
-    if (max_message_bytes == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
+    /* check_batch(buf, 0, True, True, now, before, after, require_keys, crc32c) on the one view (h/prodappend: no
+     * boxed arguments, one buffer, the tuple built from its items) */
+    /* (..AndOverflow: on 3.11 PyLong_AsLongLong reads an int of two digits or more through _PyLong_AsByteArray,
+     * ~150 instructions; a clock in ms and LONG_MAX are such ints) */
+    int o1 = 0, o2 = 0, o3 = 0, o4 = 0;
+    long long max_message_bytes = PyLong_AsLongLongAndOverflow(args[5], &o1);
+    long long now = PyLong_AsLongLongAndOverflow(args[1], &o2);
+    long long before = PyLong_AsLongLongAndOverflow(args[2], &o3);
+    long long after = PyLong_AsLongLongAndOverflow(args[3], &o4);
+    int require_keys = PyObject_IsTrue(args[4]);
+    if (PyErr_Occurred() || o1 || o2 || o3 || o4 || require_keys < 0) {
+        PyErr_Clear(); /* a value the reference judges */
         Py_RETURN_NONE;
     }
-    PyObject *zero = PyLong_FromLong(0);
-    if (zero == NULL)
-        return NULL;
-    /* buf, pos, from_client, deep, now, before, after, require_keys, crc32c */
-    PyObject *check_args[9] = {args[0], zero, Py_True, Py_True, args[1], args[2], args[3], args[4], args[6]};
-    PyObject *checked = k_check_batch(self, check_args, 9);
-    Py_DECREF(zero);
-    if (checked == NULL || checked == Py_None)
-        return checked;
-    long long size = PyLong_AsLongLong(checked);
-    Py_DECREF(checked);
-    if (size == -1 && PyErr_Occurred())
-        return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }
+    long long size = check_batch_view((const uint8_t *)view.buf, view.len, 0, 1, 1, now, before, after, require_keys,
+                                      args[6]);
     PyObject *out = NULL;
-    if (size == view.len && size <= max_message_bytes) {
+    if (size >= 0 && size == view.len && size <= max_message_bytes) {
         const uint8_t *h = (const uint8_t *)view.buf;
-        out = Py_BuildValue("(LLiiiLii)", size, (long long)(int64_t)be_field(h + 43, 8),
-                            (int)(int16_t)be_field(h + 51, 2), (int)(int32_t)be_field(h + 53, 4),
-                            (int)(int32_t)be_field(h + LAST_OFFSET_DELTA_AT, 4), (long long)(int64_t)be_field(h + 35, 8),
-                            (int)(int16_t)be_field(h + ATTRIBUTES_AT, 2), (int)(int32_t)be_field(h + RECORDS_COUNT_AT, 4));
+        long long fields[8] = {size, (long long)(int64_t)be_field(h + 43, 8), (int16_t)be_field(h + 51, 2),
+                               (int32_t)be_field(h + 53, 4), (int32_t)be_field(h + LAST_OFFSET_DELTA_AT, 4),
+                               (long long)(int64_t)be_field(h + 35, 8), (int16_t)be_field(h + ATTRIBUTES_AT, 2),
+                               (int32_t)be_field(h + RECORDS_COUNT_AT, 4)};
+        out = PyTuple_New(8);
+        for (int i = 0; out != NULL && i < 8; i++) {
+            PyObject *v = PyLong_FromLongLong(fields[i]);
+            if (v == NULL)
+                Py_CLEAR(out);
+            else
+                PyTuple_SET_ITEM(out, i, v);
+        }
     } else {
-        out = Py_None;
-        Py_INCREF(out);
+        out = Py_NewRef(Py_None);
     }
     PyBuffer_Release(&view);
     return out;
@@ -7026,9 +7040,9 @@ static PyObject *k_client_batch_header(PyObject *self, PyObject *const *args, Py
 
 /* ==== broker append (h/brkappend) =============================================================================== */
 
-/* A varint of one or two bytes in [*pp, lim) (lim - *pp >= 2 checked by the caller), zig-zag decoded: 0 and *pp
- * advanced; -1 for a longer one (the caller defers). */
-static inline __attribute__((always_inline)) int brk_v12(const uint8_t **pp, int64_t *out)
+/* A varint of one or two bytes in [*pp, lim) (lim - *pp >= 2 checked by the caller) in its zig-zag form (not decoded):
+ * 0 and *pp advanced; -1 for a longer one (the caller defers). (h/prodappend) */
+static inline __attribute__((always_inline)) int brk_raw12(const uint8_t **pp, uint64_t *out)
 {
     const uint8_t *p = *pp;
     uint64_t u = p[0];
@@ -7041,7 +7055,7 @@ static inline __attribute__((always_inline)) int brk_v12(const uint8_t **pp, int
     } else {
         *pp = p + 1;
     }
-    *out = (int64_t)((u >> 1) ^ (0 - (u & 1)));
+    *out = u;
     return 0;
 }
 
@@ -7052,34 +7066,42 @@ static inline __attribute__((always_inline)) int brk_v12(const uint8_t **pp, int
  * or refuse. Reads nothing past the record's end nor past end. */
 static inline __attribute__((always_inline)) const uint8_t *brk_quick_record(const uint8_t *p, const uint8_t *end,
                                                                              long long i, const batch_args *a,
-                                                                             const checks_t *k)
+                                                                             const checks_t *k, int ts_all_ok)
 {
-    int64_t length, ts_delta, offset_delta, key_len, value_len, ts;
-    if (end - p < 2 || brk_v12(&p, &length) < 0 || length < MIN_RECORD_SIZE - 1 || length > end - p)
+    /* (h/prodappend: the varints compared in their zig-zag form, brk_raw12, rather than decoded: a length, key or value
+     * length is even when not negative (-1 is 1), the offset delta i is 2i; a record of 7 bytes or more holds the
+     * attributes and the first three varints of up to two bytes each, read without a bound each; a shorter one goes
+     * through parse_record) */
+    uint64_t length, ts_raw, offset_raw, key_raw, value_raw;
+    if (end - p < 2 || brk_raw12(&p, &length) < 0 || (length & 1) || (length >>= 1) < 7 || (int64_t)length > end - p)
         return NULL;
     const uint8_t *rec_end = p + length;
     p++; /* attributes */
-    /* (a record is at least 6 bytes: the two deltas' first bytes are inside it; each 2-byte read is bounded) */
-    if (rec_end - p < 2 || brk_v12(&p, &ts_delta) < 0 || rec_end - p < 2 || brk_v12(&p, &offset_delta) < 0 ||
-        offset_delta != i || rec_end - p < 2 || brk_v12(&p, &key_len) < 0)
+    if (brk_raw12(&p, &ts_raw) < 0 || brk_raw12(&p, &offset_raw) < 0 || offset_raw != 2 * (uint64_t)i ||
+        brk_raw12(&p, &key_raw) < 0)
         return NULL;
-    if (key_len == -1) {
+    if (key_raw == 1) { /* -1: a null key */
         if (k->require_keys)
             return NULL;
-    } else if (key_len < 0 || key_len > rec_end - p) {
+    } else if ((key_raw & 1) || (int64_t)(key_raw >> 1) > rec_end - p) {
         return NULL;
     } else {
-        p += key_len;
+        p += key_raw >> 1;
     }
-    if (rec_end - p < 2 || brk_v12(&p, &value_len) < 0)
+    if (rec_end - p < 2 || brk_raw12(&p, &value_raw) < 0)
         return NULL;
-    if (value_len != -1) {
-        if (value_len < 0 || value_len > rec_end - p)
+    if (value_raw != 1) { /* not a null value */
+        if ((value_raw & 1) || (int64_t)(value_raw >> 1) > rec_end - p)
             return NULL;
-        p += value_len;
+        p += value_raw >> 1;
     }
     /* no headers: the count 0 is the record's last byte */
-    if (rec_end - p != 1 || *p != 0 || add_overflows(a->base_timestamp, ts_delta, &ts))
+    if (rec_end - p != 1 || *p != 0)
+        return NULL;
+    if (ts_all_ok) /* every timestamp a two-byte delta reaches passes (brk_quick_ts_all_ok) */
+        return rec_end;
+    int64_t ts, ts_delta = (int64_t)((ts_raw >> 1) ^ (0 - (ts_raw & 1)));
+    if (add_overflows(a->base_timestamp, ts_delta, &ts))
         return NULL;
     if (k->check_ts && ts >= 0) {
         int64_t before, after;
@@ -7091,6 +7113,30 @@ static inline __attribute__((always_inline)) const uint8_t *brk_quick_record(con
 }
 
 /* ==== end of h/brkappend's region ================================================================================ */
+
+/* ==== broker append (h/prodappend) ============================================================================== */
+
+/* Whether every timestamp base_timestamp + d, for the deltas d a varint of one or two bytes holds ([-8192, 8191]),
+ * passes validate_scan's checks (no overflow; without check_ts any; else each negative, or each within before_max
+ * before and after_max after now): brk_quick_record then skips the per-record check. 0 when some might not (each
+ * record is then checked as before). */
+static int brk_quick_ts_all_ok(const batch_args *a, const checks_t *k)
+{
+    int64_t lo, hi, before, after;
+    if (add_overflows(a->base_timestamp, -8192, &lo) || add_overflows(a->base_timestamp, 8191, &hi))
+        return 0;
+    if (!k->check_ts || hi < 0)
+        return 1;
+    if (lo < 0)
+        return 0;
+    /* (now - ts and ts - now are monotonic in ts: without an overflow at both ends, none between) */
+    int64_t unused;
+    return !__builtin_sub_overflow(k->now, lo, &before) && !__builtin_sub_overflow(k->now, hi, &unused) &&
+           !__builtin_sub_overflow(hi, k->now, &after) && !__builtin_sub_overflow(lo, k->now, &unused) &&
+           before <= k->before_max && after <= k->after_max;
+}
+
+/* ==== end of h/prodappend's region ============================================================================== */
 
 /* ==== producer: a produce request's parts from the drained batches in one call (h/drain) ======================== */
 

@@ -270,3 +270,30 @@ def test_the_scans_common_record_shape_is_judged_as_the_reference(
     data = bytes(raw)
     both(lambda: checked_batch(data, True, base + now_shift, 10**6, 10**6, keys))
     both(lambda: checked_batch(data, False, base, LONG_MAX, LONG_MAX, keys))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    base=st.sampled_from([0, 1, 8191, 8192, 8193, 1_700_000_000_000, 2**63 - 8192, 2**63 - 8193, 2**63 - 1]),
+    deltas=st.lists(st.sampled_from([0, 1, -1, 63, -64, 8191, -8192, 5000, -5000]), min_size=1, max_size=20),
+    now_offset=st.sampled_from([0, 1, -1, 8191, 8192, -8192, -8193, 10**6, -(10**6)]),
+    before=st.sampled_from([0, 1, 8191, 8192, 8193, 16_383, 16_384, 10**6, LONG_MAX]),
+    after=st.sampled_from([0, 1, 8191, 8192, 8193, 16_383, 16_384, 10**6, LONG_MAX]),
+)
+def test_the_quick_scans_batch_timestamp_verdict_is_the_references(
+        base: int, deltas: list[int], now_offset: int, before: int, after: int) -> None:
+    """The quick scan judges a batch's timestamps once when every delta of up to two varint bytes ([-8192, 8191])
+    from its base passes the bounds (h/prodappend); around those edges (bases near 0 and the int64 end, ``now``
+    a delta's reach away, bounds just above and below it) the verdicts stay the reference's, per record."""
+    builder = MemoryRecordsBuilder(write_limit=1 << 20, producer_id=7, producer_epoch=1, base_sequence=3)
+    first = min(base, 2**63 - 1)
+    for d in [0, *deltas]:
+        ts = first + d
+        if not 0 <= ts < 2**63:
+            return
+        builder.append(ts, None, b"v" * 100)
+    data = bytes(builder.build())
+    now = first + now_offset
+    if now >= 2**63:  # (a clock past int64: outside what the wrapper hands the kernel)
+        return
+    both(lambda: checked_batch(data, True, now, before, after, False))

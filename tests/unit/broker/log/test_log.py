@@ -254,6 +254,31 @@ def test_roll_when_offset_index_is_full(tmp_path: Path, time: MockTime) -> None:
         lg.close()
 
 
+@pytest.mark.parametrize("constant_ts", [False, True])
+def test_a_segment_rolls_exactly_when_one_of_its_indexes_is_full(
+    tmp_path: Path, time: MockTime, constant_ts: bool
+) -> None:
+    """The roll check asks the indexes only once the segment's count of index appends left reached 0 (h/prodappend):
+    the segment still rolls at the first append after either index filled, never earlier, with timestamps that fill
+    the time index first or that it never takes twice (the offset index fills), and after a reopen with entries
+    loaded from the files (the count starts from them)."""
+    props = {"segment.index.bytes": 36, "index.interval.bytes": 1}  # room for 4 offset and 3 time entries
+    lg = open_log(tmp_path, time, **props)
+    try:
+        for n in range(40):
+            if n in (5, 13):
+                lg.close()
+                lg = open_log(tmp_path, time, **props)
+            active = lg.active_segment
+            full = active.offset_index.is_full() or active.time_index.is_full()
+            segments = len(lg.segments)
+            append_values(lg, 1, per_batch=1, ts=1_700_000_000_000 + (0 if constant_ts else n))
+            assert len(lg.segments) == segments + (1 if full else 0), n
+            assert active.offset_index.entries() <= 4
+    finally:
+        lg.close()
+
+
 def test_offset_index_is_sparse_and_lookups_find_batches(tmp_path: Path, time: MockTime) -> None:
     lg = open_log(tmp_path, time, **{"index.interval.bytes": 200})
     try:
