@@ -1230,7 +1230,35 @@ typedef struct {
     Py_ssize_t hint;         /* first allocation of buf */
     PyObject *callbacks;     /* list, one item per record from the first callback on (None before it), or NULL */
     PyObject *items;         /* list mode: the records as tuples (buf unused), or NULL */
+    /* (h/sender6) the first record's timestamp delta (0), key and value sizes (-1: null), and which of the
+     * later records' differ from them (bits PCOL_KEY, PCOL_VALUE, PCOL_TS): pending_columns answers a batch of
+     * one key size, value size and timestamp without walking its records (pending_note_columns) */
+    int64_t col_td, col_kn, col_vn;
+    int col_mixed;
 } PendingObject;
+
+/* ==== h/sender6: a PendingRecords' columns kept as its records are written ================================== */
+
+#define PCOL_KEY 1
+#define PCOL_VALUE 2
+#define PCOL_TS 4
+
+/* Before record p->count is written (buffer mode): its timestamp delta td and key and value sizes kn, vn (-1 for
+ * None) noted in the columns summary that pending_columns reads. */
+static inline __attribute__((always_inline)) void pending_note_columns(PendingObject *p, int64_t td, Py_ssize_t kn,
+                                                                       Py_ssize_t vn)
+{
+    if (p->count == 0) {
+        p->col_td = td;
+        p->col_kn = kn;
+        p->col_vn = vn;
+        p->col_mixed = 0;
+    } else
+        p->col_mixed |= (kn != p->col_kn ? PCOL_KEY : 0) | (vn != p->col_vn ? PCOL_VALUE : 0) |
+                        (td != p->col_td ? PCOL_TS : 0);
+}
+
+/* ==== end of h/sender6's columns summary ======================================================================= */
 
 static PyTypeObject PendingType;
 static PyObject *empty_tuple_obj = NULL;
@@ -1330,6 +1358,7 @@ static inline __attribute__((always_inline)) int pending_write(PendingObject *p,
     int64_t delta = ts - p->base_ts;
     Py_ssize_t body = record_body_size(delta, p->count, kn, vn, hs);
     record_write(p->buf + p->len, body, delta, p->count, kd, kn, vd, vn, hs == 1 ? Py_None : headers);
+    pending_note_columns(p, delta, kn, vn);
     p->len += rs;
     p->count++;
     p->last_ts = ts;
@@ -2048,6 +2077,7 @@ static inline __attribute__((always_inline)) int sb_pending_put(PendingObject *p
         *q = 0; /* no headers */
     else
         wr_headers(q, headers);
+    pending_note_columns(p, td, kn, vn);
     p->len += rs;
     p->count++;
     if (ts > p->max_ts)
@@ -4448,6 +4478,18 @@ static PyObject *pending_columns_encoded(PendingObject *p, int with_ts)
     int64_t kn0 = 0, vn0 = 0, ts0 = 0;
     const uint8_t *q = p->buf, *end = p->buf + p->len;
     rec_t r;
+    if (n > 0 && !(p->col_mixed & (PCOL_KEY | PCOL_VALUE)) && (!with_ts || !(p->col_mixed & PCOL_TS))) {
+        /* (h/sender6) every record's columns are the first's (noted as they were written): no walk */
+        PyObject *ts = with_ts ? PyLong_FromLongLong(p->base_ts + p->col_td) : Py_NewRef(Py_None);
+        PyObject *ks = PyLong_FromLongLong(p->col_kn), *vs = PyLong_FromLongLong(p->col_vn);
+        if (ts == NULL || ks == NULL || vs == NULL) {
+            Py_XDECREF(ts);
+            Py_XDECREF(ks);
+            Py_XDECREF(vs);
+            return NULL;
+        }
+        return Py_BuildValue("(NNN)", ts, ks, vs);
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         if (skim_record(&q, end, &r) < 0)
             Py_RETURN_NONE; /* (cannot happen: our own bytes) */
