@@ -221,6 +221,16 @@ class ProducerMetadata(Metadata):
             idx = self.index = MetadataSnapshot(cluster, self._last_seen_leader_epochs)
         return idx
 
+    def retain_topics_and_fetch_snapshot(self, now_ms: int) -> MetadataSnapshot:
+        """:meth:`retain_topics` then :meth:`fetch_metadata_snapshot`: the Sender's metadata step of an iteration in
+        one call (their common case, nothing to forget and the snapshot current, without either's frame)."""
+        if now_ms >= self._retain_at_ms:
+            self.retain_topics(now_ms)
+        idx = self.index
+        if idx.cluster is not self._cluster:
+            idx = self.fetch_metadata_snapshot()
+        return idx
+
     # (the partitioner's two lookups read the snapshot's fields, not through its methods: a call less on send()'s path)
     def partition_count_for_topic(self, topic: str) -> int | None:
         infos = self.fetch_metadata_snapshot().by_topic.get(topic)

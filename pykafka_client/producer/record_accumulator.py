@@ -577,8 +577,10 @@ class RecordAccumulator:
             if self.adaptive_partitioning and queue_sizes:
                 if smallest_queue == largest_queue:
                     # every queue the same length (one partition, or all drained): the statistics are dropped
-                    # whichever partitions are available, so they are not asked for
-                    info.partitioner.update_partition_load_stats((), (), 0)
+                    # whichever partitions are available, so they are not asked for (nor dropped again while there
+                    # are none: no call per Sender iteration)
+                    if info.partitioner.load_stats is not None:
+                        info.partitioner.update_partition_load_stats((), (), 0)
                     continue
                 available = metadata.available_partitions_for_topic(topic)
                 if len(queue_sizes) == len(available):
@@ -772,7 +774,7 @@ class RecordAccumulator:
         """Forget a completed batch and return its memory."""
         self._incomplete.remove(batch)
         if batch.allocated_bytes:
-            self.free.deallocate(batch.allocated_bytes)
+            self.free.give(batch.allocated_bytes)  # (BufferPool.deallocate without its frame: once per batch)
             batch.allocated_bytes = 0
 
     def has_incomplete(self) -> bool:

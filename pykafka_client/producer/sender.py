@@ -516,10 +516,9 @@ class Sender:
     # --- produce -------------------------------------------------------------------------------------
 
     def send_producer_data(self, now: int) -> int:
-        self.metadata.retain_topics(now)  # forget topics idle for metadata.max.idle.ms
-        # one view of the cluster for ready and drain (Java's metadata snapshot): the lookups without a call each to
-        # find the current one
-        snapshot = self.metadata.fetch_metadata_snapshot()
+        # forget topics idle for metadata.max.idle.ms; then one view of the cluster for ready and drain (Java's
+        # metadata snapshot): the lookups without a call each to find the current one
+        snapshot = self.metadata.retain_topics_and_fetch_snapshot(now)
         result = self.accumulator.ready(snapshot, now)
         if result.unknown_leader_topics:
             for topic in result.unknown_leader_topics:

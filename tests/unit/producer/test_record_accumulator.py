@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import random
 import threading
+from typing import Any
 
 import pytest
 
 from pykafka_client.producer.buffer_pool import BufferPool
+from pykafka_client.producer.partitioner import BuiltInPartitioner
 from pykafka_client.producer.record_accumulator import UNKNOWN_PARTITION, RecordAccumulator
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
@@ -294,7 +296,9 @@ class _CountingMetadata(FakeMetadata):
         return list(super().available_partitions_for_topic(topic))
 
 
-def test_ready_drops_the_load_stats_of_equal_queues_without_asking_for_the_available_partitions() -> None:
+def test_ready_drops_the_load_stats_of_equal_queues_without_asking_for_the_available_partitions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     time = MockTime()
     acc = make(time)
     meta = _CountingMetadata({("t", 0): NODE1, ("t", 1): NODE1})
@@ -302,11 +306,25 @@ def test_ready_drops_the_load_stats_of_equal_queues_without_asking_for_the_avail
     append(acc, TP1)
     partitioner = acc._topics["t"].partitioner
     acc.ready(meta, time.hi_res_clock_ms())
-    assert meta.asked == 0 and partitioner._load is None
+    assert meta.asked == 0 and partitioner.load_stats is None
     append(acc, TP0, b"x" * 1000)  # a second batch on partition 0
     acc.ready(meta, time.hi_res_clock_ms())
-    assert meta.asked == 1 and partitioner._load is not None
-    assert partitioner._load.partitions == [0, 1]
+    assert meta.asked == 1 and partitioner.load_stats is not None
+    assert partitioner.load_stats.partitions == [0, 1]
+    # equal queues again: the stats are dropped, and while there are none no drop is asked for
+    append(acc, TP1, b"x" * 1000)
+    dropped: list[tuple[object, ...]] = []
+    update = BuiltInPartitioner.update_partition_load_stats
+
+    def counted(self: BuiltInPartitioner, *args: Any) -> None:
+        dropped.append(args)
+        update(self, *args)
+
+    monkeypatch.setattr(BuiltInPartitioner, "update_partition_load_stats", counted)
+    acc.ready(meta, time.hi_res_clock_ms())
+    assert partitioner.load_stats is None and dropped == [((), (), 0)]
+    acc.ready(meta, time.hi_res_clock_ms())
+    assert dropped == [((), (), 0)] and meta.asked == 1
 
 
 def test_memory_returned_on_deallocate() -> None:
