@@ -73,6 +73,7 @@ CLUSTER_AUTHORIZATION_FAILED = 31
 TOPIC_AUTHORIZATION_FAILED = 29
 
 _SUCCEEDED = FinalState.SUCCEEDED
+_UNCAUGHT = "uncaught error in the producer I/O thread"
 #: The attribute that holds :attr:`Sender.wakeup_pending` (set by :meth:`Sender.wakeup`, cleared at the top of
 #: each :meth:`Sender.run_once`): the kernel's send path reads it there, without the property's Python frame, to
 #: skip calling ``wakeup`` per record while it is True (``KafkaProducer``'s ``wake_sender``).
@@ -265,6 +266,11 @@ class Sender:
         driver other than a thread (the async producer's event-loop driver) runs exactly the same steps."""
         self.start_run()
         try:
+            while self._running:  # run_step's running phase, without its frame: once per iteration
+                try:
+                    self.run_once()
+                except Exception:
+                    log.exception(_UNCAUGHT)
             while self.run_step():
                 pass
         finally:
@@ -286,7 +292,7 @@ class Sender:
             try:  # _run_once_safely inlined: once per iteration
                 self.run_once()
             except Exception:
-                log.exception("uncaught error in the producer I/O thread")
+                log.exception(_UNCAUGHT)
             return True
         tm = self.transaction_manager
         if not self._force_close and (
@@ -333,7 +339,7 @@ class Sender:
         try:
             self.run_once()
         except Exception:
-            log.exception("uncaught error in the producer I/O thread")
+            log.exception(_UNCAUGHT)
 
     def initiate_close(self) -> None:
         self.accumulator.close()
