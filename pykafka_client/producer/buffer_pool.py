@@ -112,9 +112,6 @@ class BufferPool:
         #: the free bytes and the waiters' queue (the kernel's MemoryAccount with the kernel): what deallocate changes,
         #: in one compiled call without the lock but to wake a waiter
         self.account = new_memory_account(total_memory, self._lock, self._waiters)
-        #: :meth:`deallocate` itself (``give(size)``: return ``size`` bytes, wake the first waiter) as the account's
-        #: method: the accumulator returns each completed batch's memory without deallocate's Python frame
-        self.give: Callable[[int], None] = self.account.give
         #: senders waiting for memory outside :meth:`allocate` (the async producer's ``send``, which waits in its
         #: event loop and allocates once :meth:`can_allocate_now`): counted by :meth:`queued` as blocked threads
         self._external_waiters = 0
@@ -175,8 +172,8 @@ class BufferPool:
             return not self._closed and self.account.take(size)
 
     def deallocate(self, size: int) -> None:
-        """Return ``size`` bytes and wake the first waiter (:attr:`give`)."""
-        self.give(size)
+        """Return ``size`` bytes and wake the first waiter."""
+        self.account.give(size)
 
     def can_allocate_now(self, size: int) -> bool:
         """Whether ``allocate(size, ...)`` would return at once (no waiter ahead, enough memory): the async

@@ -149,6 +149,8 @@ class RecordAccumulator:
         #: reference
         self._incomplete = new_incomplete_batches()
         self._muted: set[TopicPartition] = set()
+        #: node id -> (the Node, a set of it alone): what ready adds a ready leader as (Sender thread only)
+        self._ready_node_sets: dict[int, tuple[Node, frozenset[Node]]] = {}
         self._drain_index: dict[int, int] = {}
         self._flushes_in_progress = 0
         #: one entry per append in progress (abort_incomplete_batches repeats while any runs): list.append and
@@ -510,6 +512,7 @@ class RecordAccumulator:
     def ready(self, metadata: AccumulatorMetadata, now_ms: int) -> ReadyCheckResult:
         ready_nodes: set[Node] = set()
         ready_ids: set[int] = set()  # the ready nodes' ids: an int hash per partition, not Node's Python __hash__
+        node_sets = self._ready_node_sets
         next_delay = 2**63 - 1
         unknown: set[str] = set()
         # buffer exhausted, closed, flushing or a transaction completing: asked once, and only for a batch that is
@@ -570,7 +573,12 @@ class RecordAccumulator:
                         )
                     sendable = others
                 if sendable and not backing_off:
-                    ready_nodes.add(leader)
+                    # added as a one-node set kept per node (a set's merge reuses its stored hash): no call of the
+                    # Node dataclass's Python __hash__ per Sender iteration
+                    one = node_sets.get(leader.id)
+                    if one is None or one[0] is not leader:
+                        one = node_sets[leader.id] = (leader, frozenset((leader,)))
+                    ready_nodes |= one[1]
                     ready_ids.add(leader.id)
                 else:
                     next_delay = min(next_delay, max(time_to_wait - waited, 0))
@@ -774,7 +782,7 @@ class RecordAccumulator:
         """Forget a completed batch and return its memory."""
         self._incomplete.remove(batch)
         if batch.allocated_bytes:
-            self.free.give(batch.allocated_bytes)  # (BufferPool.deallocate without its frame: once per batch)
+            self.free.deallocate(batch.allocated_bytes)
             batch.allocated_bytes = 0
 
     def has_incomplete(self) -> bool:

@@ -540,7 +540,11 @@ class Sender:
         batches = self.accumulator.drain(snapshot, ready_nodes, self.max_request_size, now)
         for node_batches in batches.values():
             for b in node_batches:
-                self.in_flight_batches.setdefault(b.topic_partition, []).append(b)
+                in_flight = self.in_flight_batches.get(b.topic_partition)
+                if in_flight is None:  # (not setdefault: no list made per batch to be dropped)
+                    self.in_flight_batches[b.topic_partition] = [b]
+                else:
+                    in_flight.append(b)
                 if self.guarantee_message_order:
                     self.accumulator.mute_partition(b.topic_partition)
         # the next expiry: the earliest of the in-flight batches' and (set by expired_batches, from that) the queued

@@ -4482,13 +4482,11 @@ static PyObject *pending_columns_encoded(PendingObject *p, int with_ts)
         /* (h/sender6) every record's columns are the first's (noted as they were written): no walk */
         PyObject *ts = with_ts ? PyLong_FromLongLong(p->base_ts + p->col_td) : Py_NewRef(Py_None);
         PyObject *ks = PyLong_FromLongLong(p->col_kn), *vs = PyLong_FromLongLong(p->col_vn);
-        if (ts == NULL || ks == NULL || vs == NULL) {
-            Py_XDECREF(ts);
-            Py_XDECREF(ks);
-            Py_XDECREF(vs);
-            return NULL;
-        }
-        return Py_BuildValue("(NNN)", ts, ks, vs);
+        PyObject *out = ts == NULL || ks == NULL || vs == NULL ? NULL : PyTuple_Pack(3, ts, ks, vs);
+        Py_XDECREF(ts);
+        Py_XDECREF(ks);
+        Py_XDECREF(vs);
+        return out;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         if (skim_record(&q, end, &r) < 0)

@@ -12,7 +12,7 @@ from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.partitioner import BuiltInPartitioner
 from pykafka_client.producer.record_accumulator import UNKNOWN_PARTITION, RecordAccumulator
 from pykafka_client.protocol.records import _native
-from pykafka_client.structs import TopicPartition
+from pykafka_client.structs import Node, TopicPartition
 from pykafka_client.utils.time import MockTime
 from tests.record_impl import record_impl  # noqa: F401 (the fixture, parametrized native/python)
 from tests.unit.producer.helpers import NODE1, NODE2, FakeMetadata
@@ -608,3 +608,19 @@ def test_a_new_batch_reserves_the_larger_of_batch_size_and_the_records_size_boun
     expected = max(512, estimate_size_upper_bound(key, value, headers))
     assert batch.allocated_bytes == expected
     assert acc.free.available_memory() == (1 << 20) - expected
+
+
+def test_ready_nodes_are_the_leaders_of_the_metadata_read_even_when_a_node_id_moves() -> None:
+    """ready adds a ready leader as a one-node set it keeps per node id (no Node hash per iteration): the set is
+    the Node the metadata gives now, also when that id's Node changes (a broker at a new address)."""
+    time = MockTime()
+    acc = make(time, linger_ms=0)
+    append(acc, TP0)
+    append(acc, TopicPartition("t", 2))
+    assert acc.ready(META, time.hi_res_clock_ms()).ready_nodes == {NODE1, NODE2}
+    moved = Node(1, "elsewhere", 9191)
+    meta = FakeMetadata({("t", 0): moved, ("t", 1): moved, ("t", 2): NODE2})
+    ready = acc.ready(meta, time.hi_res_clock_ms()).ready_nodes
+    assert ready == {moved, NODE2} and NODE1 not in ready
+    assert next(n for n in ready if n.id == 1) is moved
+    assert acc.ready(META, time.hi_res_clock_ms()).ready_nodes == {NODE1, NODE2}
