@@ -513,6 +513,7 @@ class RecordAccumulator:
         ready_nodes: set[Node] = set()
         ready_ids: set[int] = set()  # the ready nodes' ids: an int hash per partition, not Node's Python __hash__
         node_sets = self._ready_node_sets
+        muted = self._muted
         next_delay = 2**63 - 1
         unknown: set[str] = set()
         # buffer exhausted, closed, flushing or a transaction completing: asked once, and only for a batch that is
@@ -559,7 +560,7 @@ class RecordAccumulator:
                 if leader is None:
                     unknown.add(topic)
                     continue
-                if leader.id in ready_ids or tp in self._muted:
+                if leader.id in ready_ids or (muted and tp in muted):  # (no tuple hash while none is muted)
                     continue
                 time_to_wait = retry_wait if backing_off else self.linger_ms
                 expired = waited >= time_to_wait
@@ -636,6 +637,7 @@ class RecordAccumulator:
     ) -> dict[int, list[ProducerBatch]]:
         out: dict[int, list[ProducerBatch]] = {}
         tm = self.transaction_manager
+        muted = self._muted
         for node in nodes:  # the drain of one node inlined: a call less per node and Sender iteration
             size = 0
             ready: list[ProducerBatch] = []
@@ -652,7 +654,7 @@ class RecordAccumulator:
                 self._drain_index[node.id] = i
                 info = self._topics.get(tp.topic)
                 q = info.queues.get(tp.partition) if info is not None else None
-                if q is not None and tp not in self._muted:
+                if q is not None and not (muted and tp in muted):  # (no tuple hash while none is muted)
                     with q.lock:
                         first = q.batches[0] if q.batches else None
                         if first is not None:
