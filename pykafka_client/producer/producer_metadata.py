@@ -63,11 +63,12 @@ class MetadataSnapshot:
 
     def leader_and_epoch(self, tp: tuple[str, int]) -> tuple[Node | None, int | None]:
         """The leader of ``tp`` (None if unknown) and its epoch, respecting out-of-band newer epochs."""
-        found = self.leaders.get((tp[0], tp[1]))
+        # (tp itself as the key: a TopicPartition is a tuple, equal to and hashed as the (topic, partition) keys)
+        found = self.leaders.get(tp)
         if found is None:
             return None, None
         leader, epoch = found
-        seen = self.seen_epochs.get((tp[0], tp[1]))
+        seen = self.seen_epochs.get(tp)
         if seen is not None and epoch is not None and seen > epoch:
             return None, seen
         return leader, epoch
