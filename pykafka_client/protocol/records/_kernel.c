@@ -4488,18 +4488,15 @@ static PyObject *pending_columns_encoded(PendingObject *p, int with_ts)
         Py_XDECREF(vs);
         return out;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (skim_record(&q, end, &r) < 0)
-            Py_RETURN_NONE; /* (cannot happen: our own bytes) */
-        if (i == 0) {
-            kn0 = r.key_len;
-            vn0 = r.value_len;
-            ts0 = r.ts_delta;
-            continue;
-        }
-        same_k = same_k && r.key_len == kn0;
-        same_v = same_v && r.value_len == vn0;
-        same_ts = same_ts && r.ts_delta == ts0;
+    /* (h/sender6) which columns are one value, and that value, as noted when the records were written: one walk,
+     * for the columns that are not */
+    if (n > 0) {
+        same_k = !(p->col_mixed & PCOL_KEY);
+        same_v = !(p->col_mixed & PCOL_VALUE);
+        same_ts = with_ts && !(p->col_mixed & PCOL_TS);
+        kn0 = p->col_kn;
+        vn0 = p->col_vn;
+        ts0 = p->col_td;
     }
     PyObject *ts = !with_ts ? Py_NewRef(Py_None) : same_ts ? PyLong_FromLongLong(p->base_ts + ts0) : PyList_New(n);
     PyObject *ks = same_k ? PyLong_FromLongLong(kn0) : PyList_New(n), *vs = same_v ? PyLong_FromLongLong(vn0) : PyList_New(n);
@@ -4513,7 +4510,12 @@ static PyObject *pending_columns_encoded(PendingObject *p, int with_ts)
     int64_t last_ts = 0;
     q = p->buf;
     for (Py_ssize_t i = 0; i < n; i++) {
-        skim_record(&q, end, &r);
+        if (skim_record(&q, end, &r) < 0) { /* (cannot happen: our own bytes) */
+            Py_DECREF(ts);
+            Py_DECREF(ks);
+            Py_DECREF(vs);
+            Py_RETURN_NONE;
+        }
         if (!same_k) {
             if ((k = size_int(k, &last_kn, (Py_ssize_t)r.key_len)) == NULL)
                 goto fail;
