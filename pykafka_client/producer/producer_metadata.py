@@ -27,8 +27,8 @@ from pykafka_client.structs import Node, TopicPartition
 class MetadataSnapshot:
     """The lookups of one cluster (Java ``MetadataSnapshot``): partitions by topic, partitions by leader node,
     available partitions and leaders, built once per metadata update and never changed (a new cluster gets a new
-    snapshot). The Sender takes one per iteration (:meth:`ProducerMetadata.fetch_metadata_snapshot`) and reads it in
-    the accumulator's ``ready`` and ``drain``; the leader epochs seen out of band are read live, as
+    snapshot). The Sender takes one per iteration (:meth:`ProducerMetadata.retain_topics_and_fetch_snapshot`) and
+    reads it in the accumulator's ``ready`` and ``drain``; the leader epochs seen out of band are read live, as
     :meth:`ProducerMetadata.leader_and_epoch` reads them."""
 
     __slots__ = ("available", "by_node", "by_topic", "cluster", "leaders", "seen_epochs")
