@@ -128,7 +128,9 @@ def test_retain_topics_and_fetch_snapshot_is_retain_topics_then_fetch_metadata_s
     md = ProducerMetadata(100, 1000, metadata_idle_ms=5000)
     md.add("a", 0)
     md.add("b", 3000)
-    md.update(0, metadata_response(brokers, {"a": 1, "b": 1}, leaders={("a", 0): 1, ("b", 0): 0}, leader_epoch=2), False, 10)
+    md.update(
+        0, metadata_response(brokers, {"a": 1, "b": 1}, leaders={("a", 0): 1, ("b", 0): 0}, leader_epoch=2), False, 10
+    )
     snap = md.retain_topics_and_fetch_snapshot(4999)
     assert snap is md.fetch_metadata_snapshot() and md.contains_topic("a") and md.contains_topic("b")
     assert md.retain_topics_and_fetch_snapshot(5000) is snap
