@@ -96,10 +96,13 @@ class _PartitionQueue:
 
 
 class _TopicInfo:
-    __slots__ = ("queues", "partitioner")
+    __slots__ = ("queue_items", "queues", "partitioner")
 
     def __init__(self, partitioner: BuiltInPartitioner) -> None:
         self.queues: dict[int, _PartitionQueue] = {}
+        #: ``queues``' items as of the last queue added (replaced whole under the accumulator's topics lock): what the
+        #: Sender's per-iteration loops walk, without copying the dict each time
+        self.queue_items: tuple[tuple[int, _PartitionQueue], ...] = ()
         #: Final: the compiled send path keeps a topic's partitioner once read
         self.partitioner: Final = partitioner
 
@@ -144,6 +147,9 @@ class RecordAccumulator:
         #: a topic's entry and a partition's queue, once made, are never replaced or removed (the kernel's
         #: SendRecord remembers the last ones it used)
         self._topics: dict[str, _TopicInfo] = {}
+        #: ``_topics``' items as of the last topic added (replaced whole under ``_topics_lock``; each topic's queues
+        #: likewise in its ``queue_items``): the Sender's ready and expiry loops walk them without a copy per iteration
+        self._topic_items: tuple[tuple[str, _TopicInfo], ...] = ()
         self._topics_lock = threading.Lock()
         #: the kernel's IncompleteBatches with the kernel (one compiled call per added and completed batch), else the
         #: reference
@@ -193,6 +199,7 @@ class RecordAccumulator:
                 if info is None:
                     info = _TopicInfo(BuiltInPartitioner(topic, self.batch_size, self._rng))
                     self._topics[topic] = info
+                    self._topic_items = tuple(self._topics.items())
         return info
 
     def _queue(self, info: _TopicInfo, partition: int) -> _PartitionQueue:
@@ -203,6 +210,7 @@ class RecordAccumulator:
                 if q is None:
                     q = _PartitionQueue(TopicPartition(info.partitioner.topic, partition))
                     info.queues[partition] = q
+                    info.queue_items = tuple(info.queues.items())
         return q
 
     def append(
@@ -519,12 +527,12 @@ class RecordAccumulator:
         # buffer exhausted, closed, flushing or a transaction completing: asked once, and only for a batch that is
         # neither full nor past its linger (a full batch is sendable without them: no call)
         others: bool | None = None
-        for topic, info in list(self._topics.items()):
+        for topic, info in self._topic_items:
             queue_sizes: list[int] = []
             partition_ids: list[int] = []
             largest_queue = 0  # max(queue_sizes), kept as they are listed
             smallest_queue = 2**63 - 1  # min(queue_sizes), the same
-            for partition, q in list(info.queues.items()):
+            for partition, q in info.queue_items:
                 # a plain tuple: equal to (and hashed as) the TopicPartition that _muted holds, built without a call
                 tp = (topic, partition)
                 leader, epoch = metadata.leader_and_epoch(tp)
@@ -751,8 +759,8 @@ class RecordAccumulator:
             self._next_batch_expiry_ms = next_expiry_ms
         expired: list[ProducerBatch] = []
         timeout = self.delivery_timeout_ms
-        for info in list(self._topics.values()):
-            for q in list(info.queues.values()):
+        for _, info in self._topic_items:
+            for _, q in info.queue_items:
                 with q.lock:
                     while q.batches:
                         b = q.batches[0]
