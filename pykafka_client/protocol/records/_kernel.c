@@ -1242,6 +1242,7 @@ typedef struct {
 #define PCOL_KEY 1
 #define PCOL_VALUE 2
 #define PCOL_TS 4
+#define PCOL_UNKNOWN 8 /* a record was written without its columns noted (send()'s path): pending_columns reads them */
 
 /* Before record p->count is written (buffer mode): its timestamp delta td and key and value sizes kn, vn (-1 for
  * None) noted in the columns summary that pending_columns reads. */
@@ -2052,7 +2053,7 @@ static inline __attribute__((always_inline)) int64_t sb_record_size(int64_t td, 
 static inline __attribute__((always_inline)) int sb_pending_put(PendingObject *p, int64_t rs, int64_t body,
                                                                 int64_t ts, int64_t td, PyObject *k, Py_ssize_t kn,
                                                                 PyObject *v, Py_ssize_t vn, PyObject *headers,
-                                                                Py_ssize_t hs)
+                                                                Py_ssize_t hs, int note)
 {
     if (p->len + rs > p->cap || Py_REFCNT(p->data) > 1) {
         /* (within the room already there, neither limit can be reached: cap <= PENDING_MAX_BYTES, and every
@@ -2077,7 +2078,10 @@ static inline __attribute__((always_inline)) int sb_pending_put(PendingObject *p
         *q = 0; /* no headers */
     else
         wr_headers(q, headers);
-    pending_note_columns(p, td, kn, vn);
+    if (note)
+        pending_note_columns(p, td, kn, vn);
+    else
+        p->col_mixed |= PCOL_UNKNOWN; /* (send()'s one record a call: pending_columns walks the records) */
     p->len += rs;
     p->count++;
     if (ts > p->max_ts)
@@ -2152,7 +2156,7 @@ static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p
         int64_t td = ts - base_ts, body, rs = sb_record_size(td, count, kn, vn, hs, &body);
         if (count > 0 && size + rs > limit)
             break;
-        if ((rc = sb_pending_put(p, rs, body, ts, td, k, kn, v, vn, headers, hs)) != 0)
+        if ((rc = sb_pending_put(p, rs, body, ts, td, k, kn, v, vn, headers, hs, 1)) != 0)
             break;
         count = p->count;
         last_obj = ts_obj;
@@ -2733,7 +2737,7 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
         goto done;
     if (quick) {
         /* (nothing changed unless it returns 0: the record is written last) */
-        int put = sb_pending_put(buffered, rs, body, ts, td, key, kn, value, vn, headers, hs);
+        int put = sb_pending_put(buffered, rs, body, ts, td, key, kn, value, vn, headers, hs, 0);
         if (put != 0) {
             if (put > 0) /* over what a batch can hold */
                 result = Py_NewRef(Py_NotImplemented);
@@ -4478,7 +4482,7 @@ static PyObject *pending_columns_encoded(PendingObject *p, int with_ts)
     int64_t kn0 = 0, vn0 = 0, ts0 = 0;
     const uint8_t *q = p->buf, *end = p->buf + p->len;
     rec_t r;
-    if (n > 0 && !(p->col_mixed & (PCOL_KEY | PCOL_VALUE)) && (!with_ts || !(p->col_mixed & PCOL_TS))) {
+    if (n > 0 && !(p->col_mixed & (PCOL_KEY | PCOL_VALUE | PCOL_UNKNOWN)) && (!with_ts || !(p->col_mixed & PCOL_TS))) {
         /* (h/sender6) every record's columns are the first's (noted as they were written): no walk */
         PyObject *ts = with_ts ? PyLong_FromLongLong(p->base_ts + p->col_td) : Py_NewRef(Py_None);
         PyObject *ks = PyLong_FromLongLong(p->col_kn), *vs = PyLong_FromLongLong(p->col_vn);
@@ -4490,7 +4494,21 @@ static PyObject *pending_columns_encoded(PendingObject *p, int with_ts)
     }
     /* (h/sender6) which columns are one value, and that value, as noted when the records were written: one walk,
      * for the columns that are not */
-    if (n > 0) {
+    if (n > 0 && (p->col_mixed & PCOL_UNKNOWN)) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (skim_record(&q, end, &r) < 0)
+                Py_RETURN_NONE; /* (cannot happen: our own bytes) */
+            if (i == 0) {
+                kn0 = r.key_len;
+                vn0 = r.value_len;
+                ts0 = r.ts_delta;
+                continue;
+            }
+            same_k = same_k && r.key_len == kn0;
+            same_v = same_v && r.value_len == vn0;
+            same_ts = same_ts && r.ts_delta == ts0;
+        }
+    } else if (n > 0) {
         same_k = !(p->col_mixed & PCOL_KEY);
         same_v = !(p->col_mixed & PCOL_VALUE);
         same_ts = with_ts && !(p->col_mixed & PCOL_TS);
