@@ -2078,7 +2078,7 @@ static inline __attribute__((always_inline)) int sb_pending_put(PendingObject *p
         *q = 0; /* no headers */
     else
         wr_headers(q, headers);
-    if (note)
+    if (note || p->count == 0) /* (a batch's first record, whoever writes it: send_batch opens its batches so) */
         pending_note_columns(p, td, kn, vn);
     else
         p->col_mixed |= PCOL_UNKNOWN; /* (send()'s one record a call: pending_columns walks the records) */
