@@ -140,7 +140,7 @@ class BuiltInPartitioner:
     """
 
     #: slots: the compiled send path reads the sticky state at fixed offsets (records/_kernel.c)
-    __slots__ = ("_load", "_lock", "_rng", "sticky", "sticky_batch_size", "switch_bytes", "topic")
+    __slots__ = ("_lock", "_rng", "load_stats", "sticky", "sticky_batch_size", "switch_bytes", "topic")
 
     def __init__(self, topic: str, sticky_batch_size: int, rng: random.Random | None = None) -> None:
         if sticky_batch_size < 1:
@@ -153,7 +153,9 @@ class BuiltInPartitioner:
         self._rng = rng if rng is not None else random.Random()
         self._lock = threading.Lock()
         self.sticky: _StickyInfo | None = None
-        self._load: _LoadStats | None = None
+        #: the adaptive partitioning's weights (update_partition_load_stats), None while partitions are picked
+        #: uniformly; read-only outside this class (the accumulator's ready skips dropping stats that are not there)
+        self.load_stats: _LoadStats | None = None
 
     def peek_partition(self, cluster: ClusterView) -> int:
         """The current sticky partition, choosing one if there is none yet."""
@@ -188,20 +190,20 @@ class BuiltInPartitioner:
         dropped (uniform choice) when all queues are equal.
         """
         if not queue_sizes or len(queue_sizes) != len(partition_ids):
-            self._load = None
+            self.load_stats = None
             return
         if min(queue_sizes) == max(queue_sizes):
-            self._load = None
+            self.load_stats = None
             return
         cumulative: list[int] = []
         total = 0
         for q in queue_sizes:
             total += max_size + 1 - q
             cumulative.append(total)
-        self._load = _LoadStats(cumulative, list(partition_ids))
+        self.load_stats = _LoadStats(cumulative, list(partition_ids))
 
     def _next_partition(self, cluster: ClusterView, previous: int | None) -> int:
-        load = self._load
+        load = self.load_stats
         if load is not None and load.cumulative:
             r = self._rng.randrange(load.cumulative[-1])
             return load.partitions[bisect.bisect_right(load.cumulative, r)]

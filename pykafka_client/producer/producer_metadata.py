@@ -27,8 +27,8 @@ from pykafka_client.structs import Node, TopicPartition
 class MetadataSnapshot:
     """The lookups of one cluster (Java ``MetadataSnapshot``): partitions by topic, partitions by leader node,
     available partitions and leaders, built once per metadata update and never changed (a new cluster gets a new
-    snapshot). The Sender takes one per iteration (:meth:`ProducerMetadata.fetch_metadata_snapshot`) and reads it in
-    the accumulator's ``ready`` and ``drain``; the leader epochs seen out of band are read live, as
+    snapshot). The Sender takes one per iteration (:meth:`ProducerMetadata.retain_topics_and_fetch_snapshot`) and
+    reads it in the accumulator's ``ready`` and ``drain``; the leader epochs seen out of band are read live, as
     :meth:`ProducerMetadata.leader_and_epoch` reads them."""
 
     __slots__ = ("available", "by_node", "by_topic", "cluster", "leaders", "seen_epochs")
@@ -63,11 +63,12 @@ class MetadataSnapshot:
 
     def leader_and_epoch(self, tp: tuple[str, int]) -> tuple[Node | None, int | None]:
         """The leader of ``tp`` (None if unknown) and its epoch, respecting out-of-band newer epochs."""
-        found = self.leaders.get((tp[0], tp[1]))
+        # (tp itself as the key: a TopicPartition is a tuple, equal to and hashed as the (topic, partition) keys)
+        found = self.leaders.get(tp)
         if found is None:
             return None, None
         leader, epoch = found
-        seen = self.seen_epochs.get((tp[0], tp[1]))
+        seen = self.seen_epochs.get(tp)
         if seen is not None and epoch is not None and seen > epoch:
             return None, seen
         return leader, epoch
@@ -217,6 +218,16 @@ class ProducerMetadata(Metadata):
         cluster = self._cluster  # what fetch() returns, without its call
         if idx.cluster is not cluster:
             idx = self.index = MetadataSnapshot(cluster, self._last_seen_leader_epochs)
+        return idx
+
+    def retain_topics_and_fetch_snapshot(self, now_ms: int) -> MetadataSnapshot:
+        """:meth:`retain_topics` then :meth:`fetch_metadata_snapshot`: the Sender's metadata step of an iteration in
+        one call (their common case, nothing to forget and the snapshot current, without either's frame)."""
+        if now_ms >= self._retain_at_ms:
+            self.retain_topics(now_ms)
+        idx = self.index
+        if idx.cluster is not self._cluster:
+            idx = self.fetch_metadata_snapshot()
         return idx
 
     # (the partitioner's two lookups read the snapshot's fields, not through its methods: a call less on send()'s path)

@@ -96,10 +96,13 @@ class _PartitionQueue:
 
 
 class _TopicInfo:
-    __slots__ = ("queues", "partitioner")
+    __slots__ = ("queue_items", "queues", "partitioner")
 
     def __init__(self, partitioner: BuiltInPartitioner) -> None:
         self.queues: dict[int, _PartitionQueue] = {}
+        #: ``queues``' items as of the last queue added (replaced whole under the accumulator's topics lock): what the
+        #: Sender's per-iteration loops walk, without copying the dict each time
+        self.queue_items: tuple[tuple[int, _PartitionQueue], ...] = ()
         #: Final: the compiled send path keeps a topic's partitioner once read
         self.partitioner: Final = partitioner
 
@@ -144,11 +147,16 @@ class RecordAccumulator:
         #: a topic's entry and a partition's queue, once made, are never replaced or removed (the kernel's
         #: SendRecord remembers the last ones it used)
         self._topics: dict[str, _TopicInfo] = {}
+        #: ``_topics``' items as of the last topic added (replaced whole under ``_topics_lock``; each topic's queues
+        #: likewise in its ``queue_items``): the Sender's ready and expiry loops walk them without a copy per iteration
+        self._topic_items: tuple[tuple[str, _TopicInfo], ...] = ()
         self._topics_lock = threading.Lock()
         #: the kernel's IncompleteBatches with the kernel (one compiled call per added and completed batch), else the
         #: reference
         self._incomplete = new_incomplete_batches()
         self._muted: set[TopicPartition] = set()
+        #: node id -> (the Node, a set of it alone): what ready adds a ready leader as (Sender thread only)
+        self._ready_node_sets: dict[int, tuple[Node, frozenset[Node]]] = {}
         self._drain_index: dict[int, int] = {}
         self._flushes_in_progress = 0
         #: one entry per append in progress (abort_incomplete_batches repeats while any runs): list.append and
@@ -191,6 +199,7 @@ class RecordAccumulator:
                 if info is None:
                     info = _TopicInfo(BuiltInPartitioner(topic, self.batch_size, self._rng))
                     self._topics[topic] = info
+                    self._topic_items = tuple(self._topics.items())
         return info
 
     def _queue(self, info: _TopicInfo, partition: int) -> _PartitionQueue:
@@ -201,6 +210,7 @@ class RecordAccumulator:
                 if q is None:
                     q = _PartitionQueue(TopicPartition(info.partitioner.topic, partition))
                     info.queues[partition] = q
+                    info.queue_items = tuple(info.queues.items())
         return q
 
     def append(
@@ -510,17 +520,19 @@ class RecordAccumulator:
     def ready(self, metadata: AccumulatorMetadata, now_ms: int) -> ReadyCheckResult:
         ready_nodes: set[Node] = set()
         ready_ids: set[int] = set()  # the ready nodes' ids: an int hash per partition, not Node's Python __hash__
+        node_sets = self._ready_node_sets
+        muted = self._muted
         next_delay = 2**63 - 1
         unknown: set[str] = set()
         # buffer exhausted, closed, flushing or a transaction completing: asked once, and only for a batch that is
         # neither full nor past its linger (a full batch is sendable without them: no call)
         others: bool | None = None
-        for topic, info in list(self._topics.items()):
+        for topic, info in self._topic_items:
             queue_sizes: list[int] = []
             partition_ids: list[int] = []
             largest_queue = 0  # max(queue_sizes), kept as they are listed
             smallest_queue = 2**63 - 1  # min(queue_sizes), the same
-            for partition, q in list(info.queues.items()):
+            for partition, q in info.queue_items:
                 # a plain tuple: equal to (and hashed as) the TopicPartition that _muted holds, built without a call
                 tp = (topic, partition)
                 leader, epoch = metadata.leader_and_epoch(tp)
@@ -556,7 +568,7 @@ class RecordAccumulator:
                 if leader is None:
                     unknown.add(topic)
                     continue
-                if leader.id in ready_ids or tp in self._muted:
+                if leader.id in ready_ids or (muted and tp in muted):  # (no tuple hash while none is muted)
                     continue
                 time_to_wait = retry_wait if backing_off else self.linger_ms
                 expired = waited >= time_to_wait
@@ -570,15 +582,22 @@ class RecordAccumulator:
                         )
                     sendable = others
                 if sendable and not backing_off:
-                    ready_nodes.add(leader)
+                    # added as a one-node set kept per node (a set's merge reuses its stored hash): no call of the
+                    # Node dataclass's Python __hash__ per Sender iteration
+                    one = node_sets.get(leader.id)
+                    if one is None or one[0] is not leader:
+                        one = node_sets[leader.id] = (leader, frozenset((leader,)))
+                    ready_nodes |= one[1]
                     ready_ids.add(leader.id)
                 else:
                     next_delay = min(next_delay, max(time_to_wait - waited, 0))
             if self.adaptive_partitioning and queue_sizes:
                 if smallest_queue == largest_queue:
                     # every queue the same length (one partition, or all drained): the statistics are dropped
-                    # whichever partitions are available, so they are not asked for
-                    info.partitioner.update_partition_load_stats((), (), 0)
+                    # whichever partitions are available, so they are not asked for (nor dropped again while there
+                    # are none: no call per Sender iteration)
+                    if info.partitioner.load_stats is not None:
+                        info.partitioner.update_partition_load_stats((), (), 0)
                     continue
                 available = metadata.available_partitions_for_topic(topic)
                 if len(queue_sizes) == len(available):
@@ -626,6 +645,7 @@ class RecordAccumulator:
     ) -> dict[int, list[ProducerBatch]]:
         out: dict[int, list[ProducerBatch]] = {}
         tm = self.transaction_manager
+        muted = self._muted
         for node in nodes:  # the drain of one node inlined: a call less per node and Sender iteration
             size = 0
             ready: list[ProducerBatch] = []
@@ -642,7 +662,7 @@ class RecordAccumulator:
                 self._drain_index[node.id] = i
                 info = self._topics.get(tp.topic)
                 q = info.queues.get(tp.partition) if info is not None else None
-                if q is not None and tp not in self._muted:
+                if q is not None and not (muted and tp in muted):  # (no tuple hash while none is muted)
                     with q.lock:
                         first = q.batches[0] if q.batches else None
                         if first is not None:
@@ -739,8 +759,8 @@ class RecordAccumulator:
             self._next_batch_expiry_ms = next_expiry_ms
         expired: list[ProducerBatch] = []
         timeout = self.delivery_timeout_ms
-        for info in list(self._topics.values()):
-            for q in list(info.queues.values()):
+        for _, info in self._topic_items:
+            for _, q in info.queue_items:
                 with q.lock:
                     while q.batches:
                         b = q.batches[0]

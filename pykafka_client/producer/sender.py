@@ -73,6 +73,7 @@ CLUSTER_AUTHORIZATION_FAILED = 31
 TOPIC_AUTHORIZATION_FAILED = 29
 
 _SUCCEEDED = FinalState.SUCCEEDED
+_UNCAUGHT = "uncaught error in the producer I/O thread"
 #: The attribute that holds :attr:`Sender.wakeup_pending` (set by :meth:`Sender.wakeup`, cleared at the top of
 #: each :meth:`Sender.run_once`): the kernel's send path reads it there, without the property's Python frame, to
 #: skip calling ``wakeup`` per record while it is True (``KafkaProducer``'s ``wake_sender``).
@@ -265,6 +266,11 @@ class Sender:
         driver other than a thread (the async producer's event-loop driver) runs exactly the same steps."""
         self.start_run()
         try:
+            while self._running:  # run_step's running phase, without its frame: once per iteration
+                try:
+                    self.run_once()
+                except Exception:
+                    log.exception(_UNCAUGHT)
             while self.run_step():
                 pass
         finally:
@@ -286,7 +292,7 @@ class Sender:
             try:  # _run_once_safely inlined: once per iteration
                 self.run_once()
             except Exception:
-                log.exception("uncaught error in the producer I/O thread")
+                log.exception(_UNCAUGHT)
             return True
         tm = self.transaction_manager
         if not self._force_close and (
@@ -333,7 +339,7 @@ class Sender:
         try:
             self.run_once()
         except Exception:
-            log.exception("uncaught error in the producer I/O thread")
+            log.exception(_UNCAUGHT)
 
     def initiate_close(self) -> None:
         self.accumulator.close()
@@ -516,10 +522,9 @@ class Sender:
     # --- produce -------------------------------------------------------------------------------------
 
     def send_producer_data(self, now: int) -> int:
-        self.metadata.retain_topics(now)  # forget topics idle for metadata.max.idle.ms
-        # one view of the cluster for ready and drain (Java's metadata snapshot): the lookups without a call each to
-        # find the current one
-        snapshot = self.metadata.fetch_metadata_snapshot()
+        # forget topics idle for metadata.max.idle.ms; then one view of the cluster for ready and drain (Java's
+        # metadata snapshot): the lookups without a call each to find the current one
+        snapshot = self.metadata.retain_topics_and_fetch_snapshot(now)
         result = self.accumulator.ready(snapshot, now)
         if result.unknown_leader_topics:
             for topic in result.unknown_leader_topics:
@@ -535,7 +540,11 @@ class Sender:
         batches = self.accumulator.drain(snapshot, ready_nodes, self.max_request_size, now)
         for node_batches in batches.values():
             for b in node_batches:
-                self.in_flight_batches.setdefault(b.topic_partition, []).append(b)
+                in_flight = self.in_flight_batches.get(b.topic_partition)
+                if in_flight is None:  # (not setdefault: no list made per batch to be dropped)
+                    self.in_flight_batches[b.topic_partition] = [b]
+                else:
+                    in_flight.append(b)
                 if self.guarantee_message_order:
                     self.accumulator.mute_partition(b.topic_partition)
         # the next expiry: the earliest of the in-flight batches' and (set by expired_batches, from that) the queued

@@ -1239,7 +1239,36 @@ typedef struct {
     Py_ssize_t hint;         /* first allocation of buf */
     PyObject *callbacks;     /* list, one item per record from the first callback on (None before it), or NULL */
     PyObject *items;         /* list mode: the records as tuples (buf unused), or NULL */
+    /* (h/sender6) the first record's timestamp delta (0), key and value sizes (-1: null), and which of the
+     * later records' differ from them (bits PCOL_KEY, PCOL_VALUE, PCOL_TS): pending_columns answers a batch of
+     * one key size, value size and timestamp without walking its records (pending_note_columns) */
+    int64_t col_td, col_kn, col_vn;
+    int col_mixed;
 } PendingObject;
+
+/* ==== h/sender6: a PendingRecords' columns kept as its records are written ================================== */
+
+#define PCOL_KEY 1
+#define PCOL_VALUE 2
+#define PCOL_TS 4
+#define PCOL_UNKNOWN 8 /* a record was written without its columns noted (send()'s path): pending_columns reads them */
+
+/* Before record p->count is written (buffer mode): its timestamp delta td and key and value sizes kn, vn (-1 for
+ * None) noted in the columns summary that pending_columns reads. */
+static inline __attribute__((always_inline)) void pending_note_columns(PendingObject *p, int64_t td, Py_ssize_t kn,
+                                                                       Py_ssize_t vn)
+{
+    if (p->count == 0) {
+        p->col_td = td;
+        p->col_kn = kn;
+        p->col_vn = vn;
+        p->col_mixed = 0;
+    } else
+        p->col_mixed |= (kn != p->col_kn ? PCOL_KEY : 0) | (vn != p->col_vn ? PCOL_VALUE : 0) |
+                        (td != p->col_td ? PCOL_TS : 0);
+}
+
+/* ==== end of h/sender6's columns summary ======================================================================= */
 
 static PyTypeObject PendingType;
 static PyObject *empty_tuple_obj = NULL;
@@ -1339,6 +1368,7 @@ static inline __attribute__((always_inline)) int pending_write(PendingObject *p,
     int64_t delta = ts - p->base_ts;
     Py_ssize_t body = record_body_size(delta, p->count, kn, vn, hs);
     record_write(p->buf + p->len, body, delta, p->count, kd, kn, vd, vn, hs == 1 ? Py_None : headers);
+    pending_note_columns(p, delta, kn, vn);
     p->len += rs;
     p->count++;
     p->last_ts = ts;
@@ -2032,7 +2062,7 @@ static inline __attribute__((always_inline)) int64_t sb_record_size(int64_t td, 
 static inline __attribute__((always_inline)) int sb_pending_put(PendingObject *p, int64_t rs, int64_t body,
                                                                 int64_t ts, int64_t td, PyObject *k, Py_ssize_t kn,
                                                                 PyObject *v, Py_ssize_t vn, PyObject *headers,
-                                                                Py_ssize_t hs)
+                                                                Py_ssize_t hs, int note)
 {
     if (p->len + rs > p->cap || Py_REFCNT(p->data) > 1) {
         /* (within the room already there, neither limit can be reached: cap <= PENDING_MAX_BYTES, and every
@@ -2057,6 +2087,10 @@ static inline __attribute__((always_inline)) int sb_pending_put(PendingObject *p
         *q = 0; /* no headers */
     else
         wr_headers(q, headers);
+    if (note || p->count == 0) /* (a batch's first record, whoever writes it: send_batch opens its batches so) */
+        pending_note_columns(p, td, kn, vn);
+    else
+        p->col_mixed |= PCOL_UNKNOWN; /* (send()'s one record a call: pending_columns walks the records) */
     p->len += rs;
     p->count++;
     if (ts > p->max_ts)
@@ -2131,7 +2165,7 @@ static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p
         int64_t td = ts - base_ts, body, rs = sb_record_size(td, count, kn, vn, hs, &body);
         if (count > 0 && size + rs > limit)
             break;
-        if ((rc = sb_pending_put(p, rs, body, ts, td, k, kn, v, vn, headers, hs)) != 0)
+        if ((rc = sb_pending_put(p, rs, body, ts, td, k, kn, v, vn, headers, hs, 1)) != 0)
             break;
         count = p->count;
         last_obj = ts_obj;
@@ -2712,7 +2746,7 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
         goto done;
     if (quick) {
         /* (nothing changed unless it returns 0: the record is written last) */
-        int put = sb_pending_put(buffered, rs, body, ts, td, key, kn, value, vn, headers, hs);
+        int put = sb_pending_put(buffered, rs, body, ts, td, key, kn, value, vn, headers, hs, 0);
         if (put != 0) {
             if (put > 0) /* over what a batch can hold */
                 result = Py_NewRef(Py_NotImplemented);
@@ -4457,18 +4491,39 @@ static PyObject *pending_columns_encoded(PendingObject *p, int with_ts)
     int64_t kn0 = 0, vn0 = 0, ts0 = 0;
     const uint8_t *q = p->buf, *end = p->buf + p->len;
     rec_t r;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (skim_record(&q, end, &r) < 0)
-            Py_RETURN_NONE; /* (cannot happen: our own bytes) */
-        if (i == 0) {
-            kn0 = r.key_len;
-            vn0 = r.value_len;
-            ts0 = r.ts_delta;
-            continue;
+    if (n > 0 && !(p->col_mixed & (PCOL_KEY | PCOL_VALUE | PCOL_UNKNOWN)) && (!with_ts || !(p->col_mixed & PCOL_TS))) {
+        /* (h/sender6) every record's columns are the first's (noted as they were written): no walk */
+        PyObject *ts = with_ts ? PyLong_FromLongLong(p->base_ts + p->col_td) : Py_NewRef(Py_None);
+        PyObject *ks = PyLong_FromLongLong(p->col_kn), *vs = PyLong_FromLongLong(p->col_vn);
+        PyObject *out = ts == NULL || ks == NULL || vs == NULL ? NULL : PyTuple_Pack(3, ts, ks, vs);
+        Py_XDECREF(ts);
+        Py_XDECREF(ks);
+        Py_XDECREF(vs);
+        return out;
+    }
+    /* (h/sender6) which columns are one value, and that value, as noted when the records were written: one walk,
+     * for the columns that are not */
+    if (n > 0 && (p->col_mixed & PCOL_UNKNOWN)) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (skim_record(&q, end, &r) < 0)
+                Py_RETURN_NONE; /* (cannot happen: our own bytes) */
+            if (i == 0) {
+                kn0 = r.key_len;
+                vn0 = r.value_len;
+                ts0 = r.ts_delta;
+                continue;
+            }
+            same_k = same_k && r.key_len == kn0;
+            same_v = same_v && r.value_len == vn0;
+            same_ts = same_ts && r.ts_delta == ts0;
         }
-        same_k = same_k && r.key_len == kn0;
-        same_v = same_v && r.value_len == vn0;
-        same_ts = same_ts && r.ts_delta == ts0;
+    } else if (n > 0) {
+        same_k = !(p->col_mixed & PCOL_KEY);
+        same_v = !(p->col_mixed & PCOL_VALUE);
+        same_ts = with_ts && !(p->col_mixed & PCOL_TS);
+        kn0 = p->col_kn;
+        vn0 = p->col_vn;
+        ts0 = p->col_td;
     }
     PyObject *ts = !with_ts ? Py_NewRef(Py_None) : same_ts ? PyLong_FromLongLong(p->base_ts + ts0) : PyList_New(n);
     PyObject *ks = same_k ? PyLong_FromLongLong(kn0) : PyList_New(n), *vs = same_v ? PyLong_FromLongLong(vn0) : PyList_New(n);
@@ -4482,7 +4537,12 @@ static PyObject *pending_columns_encoded(PendingObject *p, int with_ts)
     int64_t last_ts = 0;
     q = p->buf;
     for (Py_ssize_t i = 0; i < n; i++) {
-        skim_record(&q, end, &r);
+        if (skim_record(&q, end, &r) < 0) { /* (cannot happen: our own bytes) */
+            Py_DECREF(ts);
+            Py_DECREF(ks);
+            Py_DECREF(vs);
+            Py_RETURN_NONE;
+        }
         if (!same_k) {
             if ((k = size_int(k, &last_kn, (Py_ssize_t)r.key_len)) == NULL)
                 goto fail;

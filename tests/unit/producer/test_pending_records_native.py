@@ -311,6 +311,51 @@ def test_the_columns_of_a_long_encoded_batch_equal_the_reference(
     assert _kernel().pending_columns(pending, with_ts) == pending_columns_reference(records, with_ts)
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    count=st.integers(1, 40),
+    at=st.integers(0, 39),
+    column=st.sampled_from(["key", "value", "timestamp", None]),
+    keyed=st.booleans(),
+    via=st.sampled_from(["append", "send_batch", "try_append"]),
+    with_ts=st.booleans(),
+)
+def test_the_columns_noted_at_append_equal_the_reference_when_one_record_differs_in_one_column(
+    count: int, at: int, column: str | None, keyed: bool, via: str, with_ts: bool
+) -> None:
+    """The kernel notes each record's key size, value size and timestamp against the first's as it writes it
+    (h/sender6: pending_columns answers a uniform batch without walking it; send()'s common case notes nothing and
+    the records are walked): one record differing in one column only, anywhere (the first, the last), through any
+    writer (``append``, send_batch's ``append_pending``, ``ProducerBatch.try_append``), gives the reference's
+    columns."""
+    base = 1_700_000_000_000
+    keys: list[bytes | None] = [b"k" if keyed else None] * count
+    values: list[bytes | None] = [b"v" * 100] * count
+    stamps: list[int | None] = [base] * count
+    if column is not None and at < count:
+        if column == "key":
+            keys[at] = None if keyed else b"kk"
+        elif column == "value":
+            values[at] = b"v" * 99
+        else:
+            stamps[at] = base + 1
+    records: list[Any] = [(stamps[i], keys[i], values[i], (), None) for i in range(count)]
+    pending = _kernel().PendingRecords()
+    if via == "send_batch":
+        args = (keys, values, 0, count, stamps, base, (), None, 61, 1 << 20, -1, -1, 0, 1.0, 0, 0, 0)
+        assert _kernel().append_pending(pending, *args)[0] == count
+    elif via == "try_append":
+        batch = ProducerBatch(TP, 1 << 20, 0)
+        for ts, key, value, _, _ in records:
+            assert batch.try_append(ts, key, value, (), None, 0) is not None
+        pending = batch.pending
+    else:
+        for rec in records:
+            pending.append(rec)
+    assert pending.is_encoded() and pending == records
+    assert _kernel().pending_columns(pending, with_ts) == pending_columns_reference(records, with_ts)
+
+
 def test_an_encoded_batch_is_never_changed_by_a_later_append_or_re_stamp() -> None:
     """The records' buffer becomes the encoded batch (its header written in front, not copied) only while nothing
     else holds it: a batch handed out stays as it was through later appends and re-stamps."""

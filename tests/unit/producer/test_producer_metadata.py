@@ -119,3 +119,27 @@ def test_retain_topics_takes_no_lock_before_the_earliest_expiry() -> None:
     assert md.contains_topic("b") and lock.acquired == acquired + 1
     md.retain_topics(6000)
     assert not md.contains_topic("b")
+
+
+def test_retain_topics_and_fetch_snapshot_is_retain_topics_then_fetch_metadata_snapshot() -> None:
+    """The Sender's one metadata call per iteration: idle topics forgotten when due (not before), and the snapshot of
+    the current cluster (the same object until it changes); a TopicPartition or a plain tuple looks up alike."""
+    brokers = nodes(2)
+    md = ProducerMetadata(100, 1000, metadata_idle_ms=5000)
+    md.add("a", 0)
+    md.add("b", 3000)
+    md.update(
+        0, metadata_response(brokers, {"a": 1, "b": 1}, leaders={("a", 0): 1, ("b", 0): 0}, leader_epoch=2), False, 10
+    )
+    snap = md.retain_topics_and_fetch_snapshot(4999)
+    assert snap is md.fetch_metadata_snapshot() and md.contains_topic("a") and md.contains_topic("b")
+    assert md.retain_topics_and_fetch_snapshot(5000) is snap
+    assert not md.contains_topic("a") and md.contains_topic("b")
+    assert snap.leader_and_epoch(TopicPartition("a", 0)) == snap.leader_and_epoch(("a", 0))
+    leader, epoch = snap.leader_and_epoch(TopicPartition("a", 0))
+    assert leader is not None and leader.id == 1 and epoch == 2
+    md.update(0, metadata_response(brokers, {"b": 1}, leaders={("b", 0): 1}, leader_epoch=3), False, 5001)
+    later = md.retain_topics_and_fetch_snapshot(5001)
+    assert later is not snap and later is md.fetch_metadata_snapshot()
+    assert list(later.partitions_for_node(1)) == [TopicPartition("b", 0)]
+    assert md.retain_topics_and_fetch_snapshot(8000) is later and not md.contains_topic("b")

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import random
 import threading
+from typing import Any
 
 import pytest
 
 from pykafka_client.producer.buffer_pool import BufferPool
+from pykafka_client.producer.partitioner import BuiltInPartitioner
 from pykafka_client.producer.record_accumulator import UNKNOWN_PARTITION, RecordAccumulator
 from pykafka_client.protocol.records import _native
-from pykafka_client.structs import TopicPartition
+from pykafka_client.structs import Node, TopicPartition
 from pykafka_client.utils.time import MockTime
 from tests.record_impl import record_impl  # noqa: F401 (the fixture, parametrized native/python)
 from tests.unit.producer.helpers import NODE1, NODE2, FakeMetadata
@@ -294,7 +296,9 @@ class _CountingMetadata(FakeMetadata):
         return list(super().available_partitions_for_topic(topic))
 
 
-def test_ready_drops_the_load_stats_of_equal_queues_without_asking_for_the_available_partitions() -> None:
+def test_ready_drops_the_load_stats_of_equal_queues_without_asking_for_the_available_partitions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     time = MockTime()
     acc = make(time)
     meta = _CountingMetadata({("t", 0): NODE1, ("t", 1): NODE1})
@@ -302,11 +306,25 @@ def test_ready_drops_the_load_stats_of_equal_queues_without_asking_for_the_avail
     append(acc, TP1)
     partitioner = acc._topics["t"].partitioner
     acc.ready(meta, time.hi_res_clock_ms())
-    assert meta.asked == 0 and partitioner._load is None
+    assert meta.asked == 0 and partitioner.load_stats is None
     append(acc, TP0, b"x" * 1000)  # a second batch on partition 0
     acc.ready(meta, time.hi_res_clock_ms())
-    assert meta.asked == 1 and partitioner._load is not None
-    assert partitioner._load.partitions == [0, 1]
+    assert meta.asked == 1 and partitioner.load_stats is not None
+    assert partitioner.load_stats.partitions == [0, 1]
+    # equal queues again: the stats are dropped, and while there are none no drop is asked for
+    append(acc, TP1, b"x" * 1000)
+    dropped: list[tuple[object, ...]] = []
+    update = BuiltInPartitioner.update_partition_load_stats
+
+    def counted(self: BuiltInPartitioner, *args: Any) -> None:
+        dropped.append(args)
+        update(self, *args)
+
+    monkeypatch.setattr(BuiltInPartitioner, "update_partition_load_stats", counted)
+    acc.ready(meta, time.hi_res_clock_ms())
+    assert partitioner.load_stats is None and dropped == [((), (), 0)]
+    acc.ready(meta, time.hi_res_clock_ms())
+    assert dropped == [((), (), 0)] and meta.asked == 1
 
 
 def test_memory_returned_on_deallocate() -> None:
@@ -590,3 +608,19 @@ def test_a_new_batch_reserves_the_larger_of_batch_size_and_the_records_size_boun
     expected = max(512, estimate_size_upper_bound(key, value, headers))
     assert batch.allocated_bytes == expected
     assert acc.free.available_memory() == (1 << 20) - expected
+
+
+def test_ready_nodes_are_the_leaders_of_the_metadata_read_even_when_a_node_id_moves() -> None:
+    """ready adds a ready leader as a one-node set it keeps per node id (no Node hash per iteration): the set is
+    the Node the metadata gives now, also when that id's Node changes (a broker at a new address)."""
+    time = MockTime()
+    acc = make(time, linger_ms=0)
+    append(acc, TP0)
+    append(acc, TopicPartition("t", 2))
+    assert acc.ready(META, time.hi_res_clock_ms()).ready_nodes == {NODE1, NODE2}
+    moved = Node(1, "elsewhere", 9191)
+    meta = FakeMetadata({("t", 0): moved, ("t", 1): moved, ("t", 2): NODE2})
+    ready = acc.ready(meta, time.hi_res_clock_ms()).ready_nodes
+    assert ready == {moved, NODE2} and NODE1 not in ready
+    assert next(n for n in ready if n.id == 1) is moved
+    assert acc.ready(META, time.hi_res_clock_ms()).ready_nodes == {NODE1, NODE2}

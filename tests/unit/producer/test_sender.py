@@ -529,14 +529,14 @@ def test_ready_and_drain_read_one_metadata_snapshot_per_iteration() -> None:
     h.append()
     taken: list[object] = []
     read: list[object] = []
-    fetch = h.metadata.fetch_metadata_snapshot
+    fetch = h.metadata.retain_topics_and_fetch_snapshot
     ready, drain = h.accumulator.ready, h.accumulator.drain
 
-    def fetch_counted() -> object:
-        taken.append(fetch())
+    def fetch_counted(now: int) -> object:
+        taken.append(fetch(now))
         return taken[-1]
 
-    h.metadata.fetch_metadata_snapshot = fetch_counted  # type: ignore[method-assign]
+    h.metadata.retain_topics_and_fetch_snapshot = fetch_counted  # type: ignore[method-assign]
     h.accumulator.ready = lambda md, now: (read.append(md), ready(md, now))[1]  # type: ignore[method-assign]
     h.accumulator.drain = lambda md, *a: (read.append(md), drain(md, *a))[1]  # type: ignore[method-assign]
     h.run_once()
