@@ -1401,7 +1401,10 @@ static PyObject *pending_rebuild(PendingObject *p, Py_ssize_t i)
         const uint8_t *hp = r.headers;
         for (int64_t j = 0; j < r.header_count; j++) {
             hdr_t hd;
-            rd_header(&hp, r.rec_end, &hd);
+            if (rd_header(&hp, r.rec_end, &hd) < 0) { /* (parse_record checked the headers: never) */
+                PyErr_SetString(PyExc_SystemError, "PendingRecords: a record's header does not parse");
+                goto fail;
+            }
             PyObject *hk = PyUnicode_DecodeUTF8((const char *)hd.key, (Py_ssize_t)hd.key_len, NULL), *hv = NULL, *t = NULL;
             if (hk == NULL || (hv = make_bytes(hd.value, hd.value_len)) == NULL || (t = PyTuple_Pack(2, hk, hv)) == NULL) {
                 Py_XDECREF(hk);
@@ -3490,7 +3493,7 @@ static PyObject *send_append_core(PyObject *const *args, int64_t count, send_cac
     }
     PyObject *result = NULL, *sticky = NULL, *queues = NULL, *q = NULL, *lock = NULL, *batches = NULL, *last = NULL,
              *future = NULL, *ts_obj = NULL, *effective_obj = NULL;
-    int locked = 0, wake = 0;
+    int locked = 0, wake = 0, opened = 0;
     int64_t effective = partition;
     if (partition == -1) {
         if ((sticky = cached_get(partitioner, sattr[S_STICKY], &scache[S_STICKY])) == NULL)
@@ -3614,7 +3617,6 @@ static PyObject *send_append_core(PyObject *const *args, int64_t count, send_cac
         goto done;
     if (ts_obj == NULL && (ts_obj = last == NULL ? PyLong_FromLongLong(clock_ms) : last_record_timestamp(last, clock_ms)) == NULL)
         goto done;
-    int opened = 0;
     if (last != NULL) {
         future = batch_append_one(last, ts_obj, key, value, headers, callback, zero, &before, &after, &limit);
         if (future == NULL || future == Py_NotImplemented || (future == Py_None && !may_open)) {
