@@ -132,7 +132,6 @@ class ConsumerMembershipManager:
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.server_assignor = server_assignor
         self.rack_id = rack_id
-        self.retry_backoff_ms = retry_backoff_ms
         #: failed heartbeats back off exponentially up to ``retry_backoff_max_ms`` (None: constant)
         self.backoff = HeartbeatBackoff(
             retry_backoff_ms, retry_backoff_ms if retry_backoff_max_ms is None else retry_backoff_max_ms, rng)

@@ -266,11 +266,8 @@ class Sender:
         driver other than a thread (the async producer's event-loop driver) runs exactly the same steps."""
         self.start_run()
         try:
-            while self._running:  # run_step's running phase, without its frame: once per iteration
-                try:
-                    self.run_once()
-                except Exception:
-                    log.exception(_UNCAUGHT)
+            while self._running:  # run_step's running phase, without run_step's phase checks each iteration
+                self._run_once_safely()
             while self.run_step():
                 pass
         finally:
