@@ -1,11 +1,11 @@
 """The per-record loops of ``KafkaProducer.send_batch``: reading a pyarrow column from its buffers, checking the
 records, the key partitions, and appending many records to a batch's pending list in one call.
 
-Each function runs the compiled kernel (``protocol/records/_kernel.c``) when it is active and otherwise, or
-when the kernel declines the input, its ``*_reference`` twin here, which defines the result. Both produce the
-same pending records (tuples, or their bytes in the kernel's ``PendingRecords``) and sizes as
-:meth:`ProducerBatch.try_append` one record at a time, so a batch filled by ``send_batch`` encodes to the same bytes
-as one filled by as many ``send`` calls.
+Each function runs the compiled kernel (``protocol/records/kernel/producer_send_batch.c.h``, the key partitions
+in ``producer_partitioner.c.h``) when it is active and otherwise, or when the kernel declines the input, its
+``*_reference`` twin here, which defines the result. Both produce the same pending records (tuples, or their bytes
+in the kernel's ``PendingRecords``) and sizes as :meth:`ProducerBatch.try_append` one record at a time, so a batch
+filled by ``send_batch`` encodes to the same bytes as one filled by as many ``send`` calls.
 """
 
 from __future__ import annotations

@@ -139,14 +139,15 @@ class BuiltInPartitioner:
     at twice that.
     """
 
-    #: slots: the compiled send path reads the sticky state at fixed offsets (records/_kernel.c)
+    #: slots: the compiled send path reads the sticky state at fixed offsets (records/kernel/producer_send_append.c.h)
     __slots__ = ("_lock", "_rng", "load_stats", "sticky", "sticky_batch_size", "switch_bytes", "topic")
 
     def __init__(self, topic: str, sticky_batch_size: int, rng: random.Random | None = None) -> None:
         if sticky_batch_size < 1:
             sticky_batch_size = 1
         self.topic = topic
-        #: Final (this and switch_bytes): the compiled send path keeps both once read (records/_kernel.c)
+        #: Final (this and switch_bytes): the compiled send path keeps both once read
+        #: (records/kernel/producer_send_append.c.h)
         self.sticky_batch_size: Final = sticky_batch_size
         #: produced bytes at which the partition switches even if its batch is not full
         self.switch_bytes: Final = sticky_batch_size * 2

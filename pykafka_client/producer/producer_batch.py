@@ -115,8 +115,8 @@ def is_compression(compression_type: Any) -> bool:
 class ProducerBatch:
     """Records for one partition, sent together in one produce request."""
 
-    #: Slots: the compiled send path (records/_kernel.c) reads and writes the append state at fixed offsets
-    #: instead of by name; also a smaller, faster object for the I/O thread.
+    #: Slots: the compiled send path (records/kernel/producer_try_append.c.h) reads and writes the append state at
+    #: fixed offsets instead of by name; also a smaller, faster object for the I/O thread.
     __slots__ = (
         "_condition", "actual_compression_ratio", "allocated_bytes", "attempts", "encoded", "encoded_state",
         "attempts_when_leader_last_changed", "base_sequence", "base_timestamp", "closed", "compression_level",

@@ -84,7 +84,8 @@ _new_tuple = tuple.__new__
 
 
 class _PartitionQueue:
-    # Final: the compiled send path keeps a queue's batches and lock once read (records/_kernel.c, SendRecord's cache)
+    # Final: the compiled send path keeps a queue's batches and lock once read (SendRecord's cache, send_cache in
+    # records/kernel/producer_send_append.c.h)
     __slots__ = ("batches", "lock", "tp")
 
     def __init__(self, tp: TopicPartition) -> None:

@@ -77,7 +77,7 @@ class GilHandoffApi(Protocol):
 
 
 class Kernel(Protocol):
-    """The compiled module ``_kernel.c``. Each function returns exactly what its pure-Python reference returns,
+    """The compiled module ``_kernel.c`` (its parts in ``records/kernel/``). Each function returns exactly what its pure-Python reference returns,
     or None (False for ``validate_records``) when the reference must decide, e.g. on bad input."""
 
     def setup(

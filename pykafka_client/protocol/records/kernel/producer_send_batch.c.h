@@ -1,0 +1,544 @@
+/* kernel/producer_send_batch.c.h
+ *
+ * KafkaProducer.send_batch's compiled steps (producer/batch_append.py): scan_records (its record checks),
+ * append_pending (records appended onto a batch's PendingRecords while they fit) and arrow_binary_items (the items
+ * of an Arrow binary column).
+ * Uses: varint.c.h, record_encode.c.h, producer_pending.c.h.
+ */
+
+/* ---- producer: send_batch's record checks (batch_append.scan_records_reference) --------------------------------- */
+
+PyDoc_STRVAR(scan_records_doc,
+    "scan_records(keys, values, timestamps) -> int\n\n"
+    "producer.batch_append.scan_records_reference compiled: the largest len(key) + len(value) of the records\n"
+    "(None counts 0), -1 when a key or value is not bytes or None, -2 when a timestamp is not None or an int in\n"
+    "[0, 2**62]. keys and timestamps may be None; the lists have the length of values.");
+
+static PyObject *k_scan_records(PyObject *self, PyObject *args)
+{
+    PyObject *keys, *values, *timestamps;
+    if (!PyArg_ParseTuple(args, "OO!O", &keys, &PyList_Type, &values, &timestamps))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(values), best = 0;
+    if ((keys != Py_None && (!PyList_Check(keys) || PyList_GET_SIZE(keys) != n)) ||
+        (timestamps != Py_None && (!PyList_Check(timestamps) || PyList_GET_SIZE(timestamps) != n))) {
+        PyErr_SetString(PyExc_ValueError, "scan_records: keys and timestamps must be None or lists as long as values");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t kn = -1, vn;
+        if (keys != Py_None && producer_bytes(PyList_GET_ITEM(keys, i), &kn) < 0)
+            return PyLong_FromLong(-1);
+        if (producer_bytes(PyList_GET_ITEM(values, i), &vn) < 0)
+            return PyLong_FromLong(-1);
+        Py_ssize_t total = (kn < 0 ? 0 : kn) + (vn < 0 ? 0 : vn);
+        if (total > best)
+            best = total;
+    }
+    if (timestamps != Py_None) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t ts;
+            if (producer_timestamp(PyList_GET_ITEM(timestamps, i), 0, &ts) < 0)
+                return PyLong_FromLong(-2);
+        }
+    }
+    return PyLong_FromSsize_t(best);
+}
+
+/* ---- producer: send_batch append: append_pending's argument reading, result and common-case loop ---------------- */
+
+/* An int argument of append_pending into *out: 0, or -1 with TypeError (OverflowError when it does not fit 64 bits). */
+static int sb_int_arg(PyObject *v, const char *what, long long *out)
+{
+    if (!PyLong_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "append_pending: %s must be an int, not %.100s", what, Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    *out = PyLong_AsLongLong(v);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* append_pending's 18 positional arguments checked and its numbers read (a vectorcall: no argument tuple, no format
+ * string parsed per call). 0, or -1 with an exception. */
+static int sb_append_args(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t *start, Py_ssize_t *stop,
+                          long long *ts_default, long long *size0, long long *limit, long long *base_ts0,
+                          long long *max_ts0, long long *max_rec0, double *ratio, long long *produced0,
+                          long long *switch_bytes, long long *sticky_bytes)
+{
+    if (nargs != 18) {
+        PyErr_Format(PyExc_TypeError, "append_pending expected 18 arguments, got %zd", nargs);
+        return -1;
+    }
+    if (!PyList_Check(args[2])) {
+        PyErr_Format(PyExc_TypeError, "append_pending: values must be a list, not %.100s", Py_TYPE(args[2])->tp_name);
+        return -1;
+    }
+    long long a, b;
+    if (sb_int_arg(args[3], "start", &a) < 0 || sb_int_arg(args[4], "stop", &b) < 0 ||
+        sb_int_arg(args[6], "timestamp", ts_default) < 0 || sb_int_arg(args[9], "size", size0) < 0 ||
+        sb_int_arg(args[10], "limit", limit) < 0 || sb_int_arg(args[11], "base_ts", base_ts0) < 0 ||
+        sb_int_arg(args[12], "max_ts", max_ts0) < 0 || sb_int_arg(args[13], "max_rec", max_rec0) < 0 ||
+        sb_int_arg(args[15], "produced", produced0) < 0 || sb_int_arg(args[16], "switch_bytes", switch_bytes) < 0 ||
+        sb_int_arg(args[17], "sticky_bytes", sticky_bytes) < 0)
+        return -1;
+    if (a < PY_SSIZE_T_MIN || a > PY_SSIZE_T_MAX || b < PY_SSIZE_T_MIN || b > PY_SSIZE_T_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "append_pending: start or stop out of range");
+        return -1;
+    }
+    *start = (Py_ssize_t)a, *stop = (Py_ssize_t)b;
+    *ratio = PyFloat_CheckExact(args[14]) ? PyFloat_AS_DOUBLE(args[14]) : PyFloat_AsDouble(args[14]);
+    return *ratio == -1.0 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* (next, size, base_ts, max_ts, max_rec, produced, switch_due): new reference, NULL with an exception. */
+static PyObject *sb_append_result(Py_ssize_t i, int64_t size, int64_t base_ts, int64_t max_ts, int64_t max_rec,
+                                  int64_t produced, int due)
+{
+    PyObject *t = PyTuple_New(7);
+    if (t == NULL)
+        return NULL;
+    PyObject *v[6] = {PyLong_FromSsize_t(i), PyLong_FromLongLong(size), PyLong_FromLongLong(base_ts),
+                      PyLong_FromLongLong(max_ts), PyLong_FromLongLong(max_rec), PyLong_FromLongLong(produced)};
+    for (int k = 0; k < 6; k++) {
+        if (v[k] == NULL) {
+            for (int j = k; j < 6; j++)
+                Py_XDECREF(v[j]);
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, k, v[k]);
+    }
+    PyTuple_SET_ITEM(t, 6, Py_NewRef(due ? Py_True : Py_False));
+    return t;
+}
+
+/* bytes of a varint by the index of its value's highest set bit */
+static const uint8_t sb_varint_bytes[64] = {
+    1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5,
+    5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 10,
+};
+
+/* varint_size without its loop, of an unsigned (zigzagged) value */
+static inline Py_ssize_t sb_uvarint_size(uint64_t u)
+{
+    return sb_varint_bytes[63 - __builtin_clzll(u | 1)];
+}
+
+/* varint_size without its loop */
+static inline Py_ssize_t sb_varint_size(int64_t v)
+{
+    return sb_uvarint_size(zigzag(v));
+}
+
+/* wr_varint of an already zigzagged value, its one- and two-byte cases (nearly every size, count and delta of a
+ * record) without the loop */
+static inline __attribute__((always_inline)) uint8_t *sb_put_uvarint(uint8_t *q, uint64_t u)
+{
+    if (u < 0x80) {
+        *q = (uint8_t)u;
+        return q + 1;
+    }
+    if (u < 0x4000) {
+        q[0] = (uint8_t)(u | 0x80);
+        q[1] = (uint8_t)(u >> 7);
+        return q + 2;
+    }
+    while (u >= 0x80) {
+        *q++ = (uint8_t)((u & 0x7F) | 0x80);
+        u >>= 7;
+    }
+    *q++ = (uint8_t)u;
+    return q;
+}
+
+/* A nullable bytes field (length varint, then the bytes; -1 for null) at q; returns the end. */
+static inline __attribute__((always_inline)) uint8_t *sb_put_bytes(uint8_t *q, PyObject *o, Py_ssize_t n)
+{
+    if (n < 0) {
+        *q++ = 1; /* zigzag(-1) */
+        return q;
+    }
+    q = sb_put_uvarint(q, (uint64_t)n << 1);
+    memcpy(q, PyBytes_AS_STRING(o), (size_t)n);
+    return q + n;
+}
+
+/* A record's size in a batch's records section, its length varint included (record_body_size and varint_size
+ * without their loops); *body: the size after that varint. td: its timestamp delta, count its offset delta (>= 0),
+ * kn and vn its key's and value's sizes (-1: null), hs its headers' (headers_size). */
+static inline __attribute__((always_inline)) int64_t sb_record_size(int64_t td, int64_t count, Py_ssize_t kn,
+                                                                    Py_ssize_t vn, Py_ssize_t hs, int64_t *body)
+{
+    /* (non-negative sizes and count: their zigzag is twice the value) */
+    int64_t b = 1 + sb_varint_size(td) + sb_uvarint_size((uint64_t)count << 1) +
+                (kn < 0 ? 1 : sb_uvarint_size((uint64_t)kn << 1) + kn) +
+                (vn < 0 ? 1 : sb_uvarint_size((uint64_t)vn << 1) + vn) + hs;
+    *body = b;
+    return sb_uvarint_size((uint64_t)b << 1) + b;
+}
+
+/* pending_write's common case: the record sized by sb_record_size (rs, body, its timestamp delta td: 0 for p's
+ * first record) appended to a PendingRecords in buffer mode that keeps no callbacks, its buffer grown (and the
+ * record and byte limits checked) only when the record does not fit the room already there. 0; 1 when p cannot
+ * take it (too many records or bytes: nothing changed); -1 with an exception (nothing changed). The last record's
+ * timestamp (last_ts, last_ts_obj) is the caller's to set. */
+static inline __attribute__((always_inline)) int sb_pending_put(PendingObject *p, int64_t rs, int64_t body,
+                                                                int64_t ts, int64_t td, PyObject *k, Py_ssize_t kn,
+                                                                PyObject *v, Py_ssize_t vn, PyObject *headers,
+                                                                Py_ssize_t hs, int note)
+{
+    if (p->len + rs > p->cap || Py_REFCNT(p->data) > 1) {
+        /* (within the room already there, neither limit can be reached: cap <= PENDING_MAX_BYTES, and every
+         * record takes at least 7 bytes of it) */
+        if (p->count >= INT32_MAX - 1 || rs > PENDING_MAX_BYTES - p->len)
+            return 1;
+        if (pending_reserve(p, rs) < 0)
+            return -1;
+    }
+    if (p->count == 0) {
+        p->base_ts = ts;
+        p->max_ts = ts;
+    }
+    uint8_t *q = p->buf + p->len;
+    q = sb_put_uvarint(q, (uint64_t)body << 1);
+    *q++ = 0;
+    q = sb_put_uvarint(q, zigzag(td));
+    q = sb_put_uvarint(q, (uint64_t)p->count << 1);
+    q = sb_put_bytes(q, k, kn);
+    q = sb_put_bytes(q, v, vn);
+    if (hs == 1)
+        *q = 0; /* no headers */
+    else
+        wr_headers(q, headers);
+    if (note || p->count == 0) /* (a batch's first record, whoever writes it: send_batch opens its batches so) */
+        pending_note_columns(p, td, kn, vn);
+    else
+        p->col_mixed |= PCOL_UNKNOWN; /* (send()'s one record a call: pending_columns walks the records) */
+    p->len += rs;
+    p->count++;
+    if (ts > p->max_ts)
+        p->max_ts = ts;
+    return 0;
+}
+
+/* A record of rs bytes and timestamp ts appended: the batch's size, largest timestamp and record, and the sticky
+ * partitioner's produced bytes (estimated, when switch_bytes > 0) updated. 1 when a partition switch is now due
+ * (Java's rules: switch_bytes produced, or sticky_bytes and the batch full), else 0. */
+static inline __attribute__((always_inline)) int sb_account(int64_t rs, int64_t ts, int64_t *size, int64_t *max_ts,
+                                                            int64_t *max_rec, int64_t *produced, double ratio,
+                                                            int64_t limit, int64_t switch_bytes, int64_t sticky_bytes)
+{
+    int64_t before = *size;
+    *size += rs;
+    if (ts > *max_ts)
+        *max_ts = ts;
+    if (rs > *max_rec)
+        *max_rec = rs;
+    if (switch_bytes <= 0)
+        return 0;
+    *produced += ratio == 1.0 ? rs : estimated_size(*size, ratio) - estimated_size(before, ratio);
+    return *produced >= switch_bytes || (*size >= limit && *produced >= sticky_bytes);
+}
+
+typedef struct {
+    int64_t size, limit, base_ts, max_ts, max_rec, produced, switch_bytes, sticky_bytes;
+    double ratio;
+    int due;
+} sb_run;
+
+/* append_pending's loop for a PendingRecords in buffer mode when no delivery callback is in play (the batch has none
+ * and the call brings none): from record *i on, each record's size (as record_size_in_bytes) and bytes (as
+ * pending_write) without per-record calls, the state kept in locals and stored once (the last timestamp object
+ * included). Returns 0 having stopped where append_pending stops (the end, a record the batch has no room for, a
+ * sticky switch due: r->due), 1 at a record it leaves to the general loop (not bytes or None, a timestamp it does
+ * not take, over what a batch can hold), -1 with an exception; *i is the next record either way, r the state. */
+static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p, PyObject *const *keys,
+                                                                 PyObject *const *values, PyObject *const *tss,
+                                                                 Py_ssize_t *i_io, Py_ssize_t stop, int64_t ts_default,
+                                                                 PyObject *ts_default_obj, PyObject *headers,
+                                                                 Py_ssize_t hs, sb_run *r)
+{
+    if (ts_default < 0 || ts_default > ((int64_t)1 << 62))
+        return 1;
+    int64_t size = r->size, base_ts = r->base_ts, max_ts = r->max_ts, max_rec = r->max_rec, produced = r->produced;
+    const int64_t limit = r->limit, switch_bytes = r->switch_bytes, sticky_bytes = r->sticky_bytes;
+    const double ratio = r->ratio;
+    Py_ssize_t i = *i_io, count = p->count;
+    PyObject *last_obj = NULL;
+    int64_t last_ts = 0;
+    int rc = 0;
+    for (; i < stop; i++) {
+        PyObject *v = values[i], *k = keys == NULL ? Py_None : keys[i];
+        Py_ssize_t vn, kn;
+        if (producer_bytes(v, &vn) < 0 || producer_bytes(k, &kn) < 0) {
+            rc = 1;
+            break;
+        }
+        int64_t ts = ts_default;
+        PyObject *ts_obj = ts_default_obj;
+        if (tss != NULL && tss[i] != Py_None) {
+            ts_obj = tss[i];
+            if (producer_timestamp(ts_obj, 0, &ts) < 0) {
+                rc = 1;
+                break;
+            }
+        }
+        if (count == 0)
+            base_ts = ts;
+        int64_t td = ts - base_ts, body, rs = sb_record_size(td, count, kn, vn, hs, &body);
+        if (count > 0 && size + rs > limit)
+            break;
+        if ((rc = sb_pending_put(p, rs, body, ts, td, k, kn, v, vn, headers, hs, 1)) != 0)
+            break;
+        count = p->count;
+        last_obj = ts_obj;
+        last_ts = ts;
+        if (sb_account(rs, ts, &size, &max_ts, &max_rec, &produced, ratio, limit, switch_bytes, sticky_bytes)) {
+            r->due = 1;
+            i++;
+            break;
+        }
+    }
+    if (last_obj != NULL) {
+        p->last_ts = last_ts;
+        Py_INCREF(last_obj);
+        Py_XSETREF(p->last_ts_obj, last_obj);
+    }
+    r->size = size, r->base_ts = base_ts, r->max_ts = max_ts, r->max_rec = max_rec, r->produced = produced;
+    *i_io = i;
+    return rc;
+}
+
+/* sb_append_loop compiled apart for the common shapes (no keys, no timestamps, no headers: their tests folded) */
+static int sb_append_run(PendingObject *p, PyObject *const *keys, PyObject *const *values, PyObject *const *tss,
+                         Py_ssize_t *i_io, Py_ssize_t stop, int64_t ts_default, PyObject *ts_default_obj,
+                         PyObject *headers, Py_ssize_t hs, sb_run *r)
+{
+    if (tss == NULL && hs == 1) {
+        if (keys == NULL)
+            return sb_append_loop(p, NULL, values, NULL, i_io, stop, ts_default, ts_default_obj, headers, 1, r);
+        return sb_append_loop(p, keys, values, NULL, i_io, stop, ts_default, ts_default_obj, headers, 1, r);
+    }
+    return sb_append_loop(p, keys, values, tss, i_io, stop, ts_default, ts_default_obj, headers, hs, r);
+}
+
+PyDoc_STRVAR(append_pending_doc,
+    "append_pending(pending, keys, values, start, stop, timestamps, timestamp, headers, callback, size, limit,\n"
+    "               base_ts, max_ts, max_rec, ratio, produced, switch_bytes, sticky_bytes)\n"
+    "    -> (next, size, base_ts, max_ts, max_rec, produced, switch_due) | None\n\n"
+    "producer.batch_append.append_pending_reference compiled: appends (timestamp, key, value, headers, callback)\n"
+    "for records start.. of the lists onto a batch's pending list while they fit (the first record of an empty\n"
+    "batch always does), accounting sticky-partitioner bytes when switch_bytes > 0 and stopping after the\n"
+    "record that makes a switch due. None, with nothing appended, on input the reference must handle.");
+
+static PyObject *k_append_pending(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *pending, *keys, *values, *timestamps, *headers, *callback;
+    Py_ssize_t start, stop;
+    long long ts_default, size0, limit, base_ts0, max_ts0, max_rec0, produced0, switch_bytes, sticky_bytes;
+    double ratio;
+    if (sb_append_args(args, nargs, &start, &stop, &ts_default, &size0, &limit, &base_ts0, &max_ts0, &max_rec0, &ratio,
+                       &produced0, &switch_bytes, &sticky_bytes) < 0)
+        return NULL;
+    pending = args[0], keys = args[1], values = args[2], timestamps = args[5], headers = args[7], callback = args[8];
+    /* a PendingRecords takes the records' bytes; in list mode, its list takes their tuples */
+    PendingObject *buffered = NULL;
+    if (is_pending(pending)) {
+        if (((PendingObject *)pending)->items != NULL)
+            pending = ((PendingObject *)pending)->items;
+        else
+            buffered = (PendingObject *)pending;
+    } else if (!PyList_Check(pending)) {
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(values);
+    if (start < 0 || stop > n || start > stop || (keys != Py_None && (!PyList_Check(keys) || PyList_GET_SIZE(keys) != n)) ||
+        (timestamps != Py_None && (!PyList_Check(timestamps) || PyList_GET_SIZE(timestamps) != n)))
+        Py_RETURN_NONE;
+    Py_ssize_t hs = headers_size(headers);
+    if (hs < 0)
+        Py_RETURN_NONE;
+    int64_t size = size0, base_ts = base_ts0, max_ts = max_ts0, max_rec = max_rec0, produced = produced0;
+    int switch_due = 0;
+    /* one int object shared by every record without a timestamp of its own */
+    PyObject *ts_default_obj = PyLong_FromLongLong(ts_default);
+    if (ts_default_obj == NULL)
+        return NULL;
+    /* The record tuples hold ints, bytes, None, the headers and the callback: with untracked headers and no
+     * callback they can never be part of a cycle, and a batch's thousands of them are not left to the garbage
+     * collector to visit (and untrack) one by one. */
+    int untrack = callback == Py_None && !PyObject_GC_IsTracked(headers);
+    Py_ssize_t i = start;
+    if (buffered != NULL && callback == Py_None && buffered->callbacks == NULL) {
+        /* the common case in a tight loop; it leaves a record it does not take to the loop below */
+        sb_run r = {size, limit, base_ts, max_ts, max_rec, produced, switch_bytes, sticky_bytes, ratio, 0};
+        int rc = sb_append_run(buffered, keys == Py_None ? NULL : PySequence_Fast_ITEMS(keys), PySequence_Fast_ITEMS(values),
+                               timestamps == Py_None ? NULL : PySequence_Fast_ITEMS(timestamps), &i, stop, ts_default,
+                               ts_default_obj, headers, hs, &r);
+        if (rc < 0)
+            goto error;
+        size = r.size, base_ts = r.base_ts, max_ts = r.max_ts, max_rec = r.max_rec, produced = r.produced;
+        switch_due = r.due;
+        if (rc == 0)
+            stop = i; /* done: stopped at the end, a full batch or a switch due */
+    }
+    for (; i < stop; i++) {
+        PyObject *key = keys == Py_None ? Py_None : PyList_GET_ITEM(keys, i);
+        PyObject *value = PyList_GET_ITEM(values, i);
+        Py_ssize_t kn, vn;
+        int64_t ts;
+        if (producer_bytes(key, &kn) < 0 || producer_bytes(value, &vn) < 0 ||
+            (timestamps != Py_None && producer_timestamp(PyList_GET_ITEM(timestamps, i), ts_default, &ts) < 0)) {
+            if (i == start) {
+                Py_DECREF(ts_default_obj);
+                Py_RETURN_NONE;
+            }
+            break; /* what was appended stays; the caller goes on from i */
+        }
+        if (timestamps == Py_None)
+            ts = ts_default;
+        Py_ssize_t count = buffered != NULL ? buffered->count : PyList_GET_SIZE(pending);
+        if (count == 0)
+            base_ts = ts;
+        int64_t body = 1 + varint_size(ts - base_ts) + varint_size(count) + nullable_size(kn) + nullable_size(vn) + hs;
+        int64_t rs = varint_size(body) + body;
+        if (count > 0 && size + rs > limit)
+            break;
+        PyObject *ts_obj = timestamps == Py_None ? Py_None : PyList_GET_ITEM(timestamps, i);
+        if (ts_obj == Py_None)
+            ts_obj = ts_default_obj;
+        if (buffered != NULL) {
+            if (pending_record_size(buffered, ts, kn, vn, hs) != rs) { /* over what a batch can hold: the reference */
+                if (i == start) {
+                    Py_DECREF(ts_default_obj);
+                    Py_RETURN_NONE;
+                }
+                break;
+            }
+            if (pending_write(buffered, rs, ts, ts_obj, kn < 0 ? NULL : PyBytes_AS_STRING(key), kn,
+                              vn < 0 ? NULL : PyBytes_AS_STRING(value), vn, headers, hs, callback) < 0)
+                goto error;
+        } else {
+            PyObject *rec = PyTuple_Pack(5, ts_obj, key, value, headers, callback);
+            if (rec == NULL)
+                goto error;
+            if (untrack)
+                PyObject_GC_UnTrack(rec); /* only atoms inside: what the collector does at its first pass, done now */
+            int rc = PyList_Append(pending, rec);
+            Py_DECREF(rec);
+            if (rc < 0)
+                goto error;
+        }
+        if (sb_account(rs, ts, &size, &max_ts, &max_rec, &produced, ratio, limit, switch_bytes, sticky_bytes)) {
+            switch_due = 1;
+            i++;
+            break;
+        }
+    }
+    Py_DECREF(ts_default_obj);
+    return sb_append_result(i, size, base_ts, max_ts, max_rec, produced, switch_due);
+error:
+    Py_DECREF(ts_default_obj);
+    return NULL;
+}
+
+/* ---- producer: send_batch of Arrow columns (batch_append.arrow_binary_items_reference) -------------------------- */
+
+PyDoc_STRVAR(arrow_binary_items_doc,
+    "arrow_binary_items(validity, offsets, data, offset, length, large) -> list[bytes | None] | None\n\n"
+    "producer.batch_append.arrow_binary_items_reference compiled: the items of one Arrow binary or string array\n"
+    "(large: 64-bit offsets) read from its buffers (validity bitmap or None, offsets, data or None), items\n"
+    "offset..offset+length, a null as None. None, with nothing built, when a buffer is too short or an offset\n"
+    "is out of order or outside the data (the reference reports it).");
+
+static PyObject *k_arrow_binary_items(PyObject *self, PyObject *args)
+{
+    PyObject *validity, *offsets, *data;
+    Py_ssize_t offset, length;
+    int large;
+    if (!PyArg_ParseTuple(args, "OOOnnp", &validity, &offsets, &data, &offset, &length, &large))
+        return NULL;
+    if (offset < 0 || length < 0)
+        Py_RETURN_NONE;
+    Py_buffer vb = {0}, ob = {0}, db = {0};
+    int have_v = 0, have_o = 0, have_d = 0;
+    PyObject *out = NULL;
+    if (validity != Py_None) {
+        if (PyObject_GetBuffer(validity, &vb, PyBUF_SIMPLE) < 0)
+            goto decline;
+        have_v = 1;
+    }
+    if (PyObject_GetBuffer(offsets, &ob, PyBUF_SIMPLE) < 0)
+        goto decline;
+    have_o = 1;
+    if (data != Py_None) {
+        if (PyObject_GetBuffer(data, &db, PyBUF_SIMPLE) < 0)
+            goto decline;
+        have_d = 1;
+    }
+    const Py_ssize_t width = large ? 8 : 4;
+    /* every bound is checked before a read: offsets offset..offset+length, bits offset..offset+length-1 */
+    if (offset > (PY_SSIZE_T_MAX / width) - length - 1 || ob.len < (offset + length + 1) * width)
+        goto decline;
+    if (have_v && length > 0 && vb.len < (offset + length + 7) / 8)
+        goto decline;
+    const uint8_t *bits = have_v ? (const uint8_t *)vb.buf : NULL;
+    const uint8_t *ob8 = (const uint8_t *)ob.buf;
+    const uint8_t *dp = have_d ? (const uint8_t *)db.buf : NULL;
+    const int64_t dlen = have_d ? (int64_t)db.len : 0;
+    out = PyList_New(length);
+    if (out == NULL)
+        goto fail;
+    int64_t start;
+    if (large) {
+        memcpy(&start, ob8 + offset * 8, 8);
+    } else {
+        int32_t s32;
+        memcpy(&s32, ob8 + offset * 4, 4);
+        start = s32;
+    }
+    for (Py_ssize_t i = 0; i < length; i++) {
+        int64_t end;
+        if (large) {
+            memcpy(&end, ob8 + (offset + i + 1) * 8, 8);
+        } else {
+            int32_t e32;
+            memcpy(&e32, ob8 + (offset + i + 1) * 4, 4);
+            end = e32;
+        }
+        if (start < 0 || end < start || end > dlen) {
+            Py_CLEAR(out);
+            goto decline;
+        }
+        PyObject *item;
+        Py_ssize_t j = offset + i;
+        if (bits != NULL && !((bits[j >> 3] >> (j & 7)) & 1)) {
+            item = Py_None;
+            Py_INCREF(item);
+        } else {
+            item = PyBytes_FromStringAndSize(end > start ? (const char *)dp + start : "", (Py_ssize_t)(end - start));
+            if (item == NULL) {
+                Py_CLEAR(out);
+                goto fail;
+            }
+        }
+        PyList_SET_ITEM(out, i, item);
+        start = end;
+    }
+    goto done;
+decline:
+    PyErr_Clear();
+    out = Py_None;
+    Py_INCREF(out);
+    goto done;
+fail:
+    out = NULL;
+done:
+    if (have_v)
+        PyBuffer_Release(&vb);
+    if (have_o)
+        PyBuffer_Release(&ob);
+    if (have_d)
+        PyBuffer_Release(&db);
+    return out;
+}
