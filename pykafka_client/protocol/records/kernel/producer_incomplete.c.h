@@ -23,8 +23,8 @@ typedef struct {
 
 static PyObject *ib_acquire, *ib_release, *ib_notify_all, *acct_notify;
 
-/* the method names this region calls, interned once: 0, or -1 with an exception */
-static int iothread5_names(void)
+/* the method names this part calls, interned once: 0, or -1 with an exception */
+static int incomplete_method_names(void)
 {
     if (acct_notify != NULL)
         return 0;
@@ -75,7 +75,7 @@ static PyObject *ib_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"condition", NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:IncompleteBatches", kwlist, &condition))
         return NULL;
-    if (iothread5_names() < 0)
+    if (incomplete_method_names() < 0)
         return NULL;
     IncompleteObject *self = (IncompleteObject *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -290,7 +290,7 @@ static PyObject *acct_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"total", "lock", "waiters", NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "LOO:MemoryAccount", kwlist, &total, &lock, &waiters))
         return NULL;
-    if (iothread5_names() < 0)
+    if (incomplete_method_names() < 0)
         return NULL;
     AccountObject *self = (AccountObject *)type->tp_alloc(type, 0);
     if (self == NULL)
