@@ -8930,7 +8930,7 @@ static PyObject *k_memory_counter(PyObject *module, PyObject *const *args, Py_ss
 
 /* ==== end of h/procround's region =============================================================================== */
 
-#include "kernel/accumulator_round.c.h"
+#include "kernel/sender_round.c.h"
 
 static PyMethodDef kernel_methods[] = {
     {"setup", k_setup, METH_VARARGS, "setup(Record, CREATE_TIME, LOG_APPEND_TIME, read_varint): the reference's types."},
@@ -8993,6 +8993,8 @@ static PyMethodDef kernel_methods[] = {
     {"accumulator_ready", (PyCFunction)(void (*)(void))k_accumulator_ready, METH_FASTCALL, accumulator_ready_doc},
     {"accumulator_drain", (PyCFunction)(void (*)(void))k_accumulator_drain, METH_FASTCALL, accumulator_drain_doc},
     {"accumulator_expired", (PyCFunction)(void (*)(void))k_accumulator_expired, METH_FASTCALL, accumulator_expired_doc},
+    {"sender_track_in_flight", (PyCFunction)(void (*)(void))k_sender_track_in_flight, METH_FASTCALL,
+     sender_track_in_flight_doc},
     {NULL, NULL, 0, NULL},
 };
 

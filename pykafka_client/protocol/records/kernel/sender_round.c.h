@@ -1,4 +1,4 @@
-/* accumulator_round.c.h: the Sender's steady-state round over the RecordAccumulator's per-partition queues,
+/* sender_round.c.h: the Sender's steady-state round over the RecordAccumulator's per-partition queues,
  * compiled: ``accumulator_ready`` (per partition: the first batch's readiness by fullness, linger, retry backoff,
  * mute, and its leader; the adaptive partitioner's queue statistics), ``accumulator_drain`` (per node, its
  * partitions in rotation from the node's drain index, up to max.request.size with the first batch always taken,
@@ -6,7 +6,9 @@
  *
  * The reference is record_accumulator.py (RecordAccumulator.ready_reference, drain_reference and
  * expired_batches_reference); tests/unit/producer/test_accumulator_round_native.py drives both with the same
- * random operations. Each queue is read and changed under its lock (queue_lock_acquire, as the send path takes
+ * random operations. Also the Sender's bookkeeping of the drained batches (``sender_track_in_flight``: its
+ * in-flight batches per partition, the muting under max.in.flight=1, the next in-flight expiry; the reference is
+ * Sender.track_in_flight_reference). Each queue is read and changed under its lock (queue_lock_acquire, as the send path takes
  * it); nothing here runs a Python callback under a queue's lock except what the reference calls there too
  * (a retried batch's leader epoch update and backoff, the transaction manager's prepare_for_drain, an estimated
  * size of a compressed batch, a batch's close_for_appends). The metadata lookups are MetadataSnapshot's (its
@@ -16,13 +18,13 @@
 enum { R_QUEUE_ITEMS, R_PARTITIONER, R_LOCK, R_BATCHES, R_CREATED, R_LAST_ATTEMPT, R_ATTEMPTS, R_CURRENT_EPOCH,
        R_WHEN_CHANGED, R_CLOSED, R_SIZE, R_LIMIT, R_ID, R_LOAD_STATS, R_UPDATE_LOAD, R_AVAILABLE, R_MAYBE_UPDATE,
        R_IS_COMPRESSED, R_ESTIMATED, R_POPLEFT, R_DRAINED, R_QUEUES, R_CLOSE_FOR_APPENDS, R_LEADERS, R_SEEN,
-       R_BY_NODE, R_COUNT };
+       R_BY_NODE, R_TOPIC_PARTITION, R_COUNT };
 static const char *const round_attr_names[R_COUNT] = {
     "queue_items", "partitioner", "lock", "batches", "created_ms", "last_attempt_ms", "attempts",
     "current_leader_epoch", "attempts_when_leader_last_changed", "closed", "size_bytes", "size_limit", "id",
     "load_stats", "update_partition_load_stats", "available_partitions_for_topic", "maybe_update_leader_epoch",
     "is_compressed", "estimated_size_in_bytes", "popleft", "drained_ms", "queues", "close_for_appends", "leaders",
-    "seen_epochs", "by_node",
+    "seen_epochs", "by_node", "topic_partition",
 };
 static PyObject *rattr[R_COUNT];
 static slot_cache rcache[R_COUNT];
@@ -797,4 +799,86 @@ static PyObject *k_accumulator_expired(PyObject *self, PyObject *const *args, Py
 done:
     Py_DECREF(expired);
     return result;
+}
+
+PyDoc_STRVAR(sender_track_in_flight_doc,
+"sender_track_in_flight(drained, in_flight, mute, delivery_timeout_ms, now_ms) -> next expiry | None\n\n"
+"Sender.track_in_flight_reference compiled: each drained batch ({node id: [batch]}) appended to its partition's\n"
+"list in ``in_flight`` (partition -> [batch]) and, with ``mute`` (the accumulator's mute_partition, or None),\n"
+"its partition muted; then the earliest expiry of the in-flight batches, or None when some partition's list is\n"
+"empty or its first batch is past the delivery timeout (the caller then takes the expired ones out).");
+
+static PyObject *k_sender_track_in_flight(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "sender_track_in_flight expects 5 arguments");
+        return NULL;
+    }
+    PyObject *drained = args[0], *in_flight = args[1], *mute = args[2];
+    int64_t timeout, now_ms;
+    if (round_init() < 0 || round_arg_int(args[3], &timeout) < 0 || round_arg_int(args[4], &now_ms) < 0)
+        return NULL;
+    if (!PyDict_Check(drained) || !PyDict_Check(in_flight)) {
+        PyErr_SetString(PyExc_TypeError, "sender_track_in_flight: drained or in_flight is not a dict");
+        return NULL;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *batches;
+    while (PyDict_Next(drained, &pos, &key, &batches)) {
+        if (!PyList_Check(batches)) {
+            PyErr_SetString(PyExc_TypeError, "sender_track_in_flight: a node's batches are not a list");
+            return NULL;
+        }
+        Py_INCREF(batches);
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(batches); i++) {
+            PyObject *b = PyList_GET_ITEM(batches, i);
+            Py_INCREF(b);
+            PyObject *tp = round_get(b, R_TOPIC_PARTITION);
+            int rc = -1;
+            if (tp != NULL) {
+                PyObject *lst = PyDict_GetItemWithError(in_flight, tp);
+                if (lst != NULL)
+                    rc = PyList_Check(lst) ? PyList_Append(lst, b) : -2;
+                else if (!PyErr_Occurred()) {
+                    PyObject *one = PyList_New(1);
+                    if (one != NULL) {
+                        PyList_SET_ITEM(one, 0, Py_NewRef(b));
+                        rc = PyDict_SetItem(in_flight, tp, one);
+                        Py_DECREF(one);
+                    }
+                }
+                if (rc == -2) {
+                    PyErr_SetString(PyExc_TypeError, "sender_track_in_flight: an in-flight entry is not a list");
+                    rc = -1;
+                }
+                if (rc == 0 && mute != Py_None) {
+                    PyObject *got = PyObject_CallOneArg(mute, tp);
+                    rc = got == NULL ? -1 : 0;
+                    Py_XDECREF(got);
+                }
+            }
+            Py_XDECREF(tp);
+            Py_DECREF(b);
+            if (rc < 0) {
+                Py_DECREF(batches);
+                return NULL;
+            }
+        }
+        Py_DECREF(batches);
+    }
+    int64_t next_expiry = INT64_MAX;
+    pos = 0;
+    PyObject *lst;
+    while (PyDict_Next(in_flight, &pos, &key, &lst)) {
+        if (!PyList_Check(lst) || PyList_GET_SIZE(lst) == 0)
+            Py_RETURN_NONE;
+        int64_t created;
+        if (round_int(PyList_GET_ITEM(lst, 0), R_CREATED, &created) < 0)
+            return NULL;
+        if (created + timeout <= now_ms)
+            Py_RETURN_NONE;
+        if (created + timeout < next_expiry)
+            next_expiry = created + timeout;
+    }
+    return PyLong_FromLongLong(next_expiry);
 }
