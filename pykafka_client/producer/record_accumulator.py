@@ -37,6 +37,7 @@ from pykafka_client.producer.future_record_metadata import BatchOutcome, FutureR
 from pykafka_client.producer.incomplete_batches import await_completion, new_incomplete_batches
 from pykafka_client.producer.partitioner import BuiltInPartitioner, ClusterView, StickyInfo
 from pykafka_client.producer.producer_batch import ProducerBatch, increment_sequence, is_compression
+from pykafka_client.producer.producer_metadata import MetadataSnapshot
 from pykafka_client.producer.record_size import Callback, Header, estimate_size_upper_bound
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
@@ -518,7 +519,27 @@ class RecordAccumulator:
         wait = self._retry_wait_ms(batch)
         return (waited_ms < wait and not leader_changed), wait
 
+    def _sendable_regardless(self) -> bool:
+        """Whether a first batch neither full nor past its linger is sendable all the same: memory exhausted (an
+        allocation waits), the accumulator closing or flushing, or a transaction completing (``ready`` asks once per
+        call, and only for such a batch)."""
+        tm = self.transaction_manager
+        return self.free.queued() > 0 or self.closed or self.flush_in_progress() or (tm is not None and tm.is_completing())
+
     def ready(self, metadata: AccumulatorMetadata, now_ms: int) -> ReadyCheckResult:
+        """The nodes with a sendable partition, the least time until another may be, and the topics whose leader is
+        unknown (:meth:`ready_reference`; with the kernel and a :class:`MetadataSnapshot`, its compiled
+        ``accumulator_ready``: the per-partition round without a Python frame)."""
+        kernel = _native.kernel
+        if kernel is None or type(metadata) is not MetadataSnapshot:
+            return self.ready_reference(metadata, now_ms)
+        return _new_tuple(ReadyCheckResult, kernel.accumulator_ready(
+            self._topic_items, metadata, self._muted, self._ready_node_sets, self.linger_ms, self.adaptive_partitioning,
+            now_ms, self._sendable_regardless, self._should_backoff,
+        ))
+
+    def ready_reference(self, metadata: AccumulatorMetadata, now_ms: int) -> ReadyCheckResult:
+        """:meth:`ready` in Python (the kernel's ``accumulator_ready`` is this)."""
         ready_nodes: set[Node] = set()
         ready_ids: set[int] = set()  # the ready nodes' ids: an int hash per partition, not Node's Python __hash__
         node_sets = self._ready_node_sets
@@ -576,11 +597,7 @@ class RecordAccumulator:
                 sendable = full or expired
                 if not sendable:
                     if others is None:
-                        tm = self.transaction_manager
-                        others = (
-                            self.free.queued() > 0 or self.closed or self.flush_in_progress()
-                            or (tm is not None and tm.is_completing())
-                        )
+                        others = self._sendable_regardless()
                     sendable = others
                 if sendable and not backing_off:
                     # added as a one-node set kept per node (a set's merge reuses its stored hash): no call of the
@@ -644,6 +661,22 @@ class RecordAccumulator:
     def drain(
         self, metadata: AccumulatorMetadata, nodes: Iterable[Node], max_size: int, now_ms: int
     ) -> dict[int, list[ProducerBatch]]:
+        """Per node, the batches of its partitions to send now (:meth:`drain_reference`; with the kernel and a
+        :class:`MetadataSnapshot`, its compiled ``accumulator_drain``)."""
+        kernel = _native.kernel
+        if kernel is None or type(metadata) is not MetadataSnapshot:
+            return self.drain_reference(metadata, nodes, max_size, now_ms)
+        tm = self.transaction_manager
+        drained: dict[int, list[ProducerBatch]] = kernel.accumulator_drain(
+            self._topics, metadata, nodes, max_size, now_ms, self._drain_index, self._muted,
+            None if tm is None else tm.prepare_for_drain, self._should_backoff,
+        )
+        return drained
+
+    def drain_reference(
+        self, metadata: AccumulatorMetadata, nodes: Iterable[Node], max_size: int, now_ms: int
+    ) -> dict[int, list[ProducerBatch]]:
+        """:meth:`drain` in Python (the kernel's ``accumulator_drain`` is this)."""
         out: dict[int, list[ProducerBatch]] = {}
         tm = self.transaction_manager
         muted = self._muted
@@ -758,6 +791,17 @@ class RecordAccumulator:
         batches' left."""
         if next_expiry_ms is not None:
             self._next_batch_expiry_ms = next_expiry_ms
+        kernel = _native.kernel
+        if kernel is None:
+            return self.expired_batches_reference(now_ms)
+        expired: list[ProducerBatch]
+        expired, self._next_batch_expiry_ms = kernel.accumulator_expired(
+            self._topic_items, self.delivery_timeout_ms, now_ms, self._next_batch_expiry_ms
+        )
+        return expired
+
+    def expired_batches_reference(self, now_ms: int) -> list[ProducerBatch]:
+        """:meth:`expired_batches`' walk of the queues in Python (the kernel's ``accumulator_expired`` is this)."""
         expired: list[ProducerBatch] = []
         timeout = self.delivery_timeout_ms
         for _, info in self._topic_items:

@@ -535,28 +535,19 @@ class Sender:
             else:
                 not_ready_timeout = min(not_ready_timeout, self.client.poll_delay_ms(node, now))
         batches = self.accumulator.drain(snapshot, ready_nodes, self.max_request_size, now)
-        for node_batches in batches.values():
-            for b in node_batches:
-                in_flight = self.in_flight_batches.get(b.topic_partition)
-                if in_flight is None:  # (not setdefault: no list made per batch to be dropped)
-                    self.in_flight_batches[b.topic_partition] = [b]
-                else:
-                    in_flight.append(b)
-                if self.guarantee_message_order:
-                    self.accumulator.mute_partition(b.topic_partition)
         # the next expiry: the earliest of the in-flight batches' and (set by expired_batches, from that) the queued
         # ones' (Java resets it and updates it per in-flight batch; here passed to expired_batches once)
-        # (the in-flight batches first looked at here: while none has expired, the common case, without the call of
-        # _expired_in_flight_batches and its copy of the partitions)
-        timeout = self.accumulator.delivery_timeout_ms
-        next_expiry = LONG_MAX
-        for in_flight in self.in_flight_batches.values():
-            if not in_flight or in_flight[0].created_ms + timeout <= now:
-                expired, next_expiry = self._expired_in_flight_batches(now)
-                expired = self.accumulator.expired_batches(now, next_expiry) + expired
-                break
-            if in_flight[0].created_ms + timeout < next_expiry:
-                next_expiry = in_flight[0].created_ms + timeout
+        kernel = _native.kernel
+        next_expiry = (
+            self.track_in_flight_reference(batches, now) if kernel is None else kernel.sender_track_in_flight(
+                batches, self.in_flight_batches,
+                self.accumulator.mute_partition if self.guarantee_message_order else None,
+                self.accumulator.delivery_timeout_ms, now,
+            )
+        )
+        if next_expiry is None:
+            expired, next_expiry = self._expired_in_flight_batches(now)
+            expired = self.accumulator.expired_batches(now, next_expiry) + expired
         else:
             expired = self.accumulator.expired_batches(now, next_expiry)
         for b in expired:
@@ -589,6 +580,30 @@ class Sender:
             if node_batches:
                 self._send_produce_request(node_id, node_batches, now)
         return poll_timeout
+
+    def track_in_flight_reference(self, batches: dict[int, list[ProducerBatch]], now: int) -> int | None:
+        """The drained ``batches`` recorded in flight (and their partitions muted under max.in.flight=1); then the
+        earliest expiry of the in-flight batches, or None when one is due (or a partition's list is empty):
+        :meth:`_expired_in_flight_batches` must take them out (the kernel's ``sender_track_in_flight`` is this).
+        (The in-flight batches are first looked at here: while none has expired, the common case, without the call
+        of _expired_in_flight_batches and its copy of the partitions.)"""
+        for node_batches in batches.values():
+            for b in node_batches:
+                in_flight = self.in_flight_batches.get(b.topic_partition)
+                if in_flight is None:  # (not setdefault: no list made per batch to be dropped)
+                    self.in_flight_batches[b.topic_partition] = [b]
+                else:
+                    in_flight.append(b)
+                if self.guarantee_message_order:
+                    self.accumulator.mute_partition(b.topic_partition)
+        timeout = self.accumulator.delivery_timeout_ms
+        next_expiry = LONG_MAX
+        for in_flight in self.in_flight_batches.values():
+            if not in_flight or in_flight[0].created_ms + timeout <= now:
+                return None
+            if in_flight[0].created_ms + timeout < next_expiry:
+                next_expiry = in_flight[0].created_ms + timeout
+        return next_expiry
 
     def _expired_in_flight_batches(self, now: int) -> tuple[list[ProducerBatch], int]:
         """The in-flight batches past ``delivery.timeout.ms`` (forgotten here), and the earliest expiry time of those

@@ -22,7 +22,8 @@
  *   shared:   slot_access (attributes of slotted objects at cached offsets);
  *   producer: producer_batch_encode, producer_pending, producer_pending_columns, producer_partitioner,
  *             producer_send_batch, producer_try_append, producer_handoff (GilHandoff), producer_send_append,
- *             producer_send (SendRecord, SendMethod), producer_request, producer_response, producer_incomplete;
+ *             producer_send (SendRecord, SendMethod), producer_request, producer_response, producer_incomplete,
+ *             sender_round (the Sender's steady-state round over the accumulator);
  *   network:  network (per-request objects, a connection's frames), network_memory_pool;
  *   broker:   broker_produce_request, broker_request_times, broker_produce_response, broker_log_index.
  */
@@ -61,6 +62,7 @@ static PyObject *py_read_varint = NULL;
 #include "kernel/producer_request.c.h"
 #include "kernel/producer_response.c.h"
 #include "kernel/producer_incomplete.c.h"
+#include "kernel/sender_round.c.h"
 #include "kernel/network.c.h"
 #include "kernel/network_memory_pool.c.h"
 #include "kernel/broker_produce_request.c.h"
@@ -138,6 +140,11 @@ static PyMethodDef kernel_methods[] = {
     {"index_columns", k_index_columns, METH_VARARGS, index_columns_doc},
     {"release_once", (PyCFunction)(void (*)(void))k_release_once, METH_FASTCALL, release_once_doc},
     {"memory_counter", (PyCFunction)(void (*)(void))k_memory_counter, METH_FASTCALL, memory_counter_doc},
+    {"accumulator_ready", (PyCFunction)(void (*)(void))k_accumulator_ready, METH_FASTCALL, accumulator_ready_doc},
+    {"accumulator_drain", (PyCFunction)(void (*)(void))k_accumulator_drain, METH_FASTCALL, accumulator_drain_doc},
+    {"accumulator_expired", (PyCFunction)(void (*)(void))k_accumulator_expired, METH_FASTCALL, accumulator_expired_doc},
+    {"sender_track_in_flight", (PyCFunction)(void (*)(void))k_sender_track_in_flight, METH_FASTCALL,
+     sender_track_in_flight_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 if TYPE_CHECKING:
@@ -292,6 +292,29 @@ class Kernel(Protocol):
         """Reference: ``producer.sender.Sender._handle_produce_response`` (a produce request's completion callback):
         ``complete_produce_response`` for a ProduceResponse not disconnected nor version-mismatched, ``reference(sender,
         batches, response)`` whenever that declines (True: the kernel completed it)."""
+
+    # h/drainstate: the Sender's round over the accumulator (records/kernel/sender_round.c.h)
+    def accumulator_ready(
+        self, topic_items: tuple[tuple[str, Any], ...], snapshot: object, muted: set[Any], node_sets: dict[int, Any],
+        linger_ms: int, adaptive: bool, now_ms: int, others: Callable[[], bool],
+        should_backoff: Callable[[Any, int, bool], tuple[bool, int]], /,
+    ) -> tuple[set[Any], int, set[str]]:
+        """Reference: ``producer.record_accumulator.RecordAccumulator.ready_reference`` (with a MetadataSnapshot)."""
+    def accumulator_drain(
+        self, topics: dict[str, Any], snapshot: object, nodes: Iterable[Any], max_size: int, now_ms: int,
+        drain_index: dict[int, int], muted: set[Any], prepare: Callable[[Any, Any], bool] | None,
+        should_backoff: Callable[[Any, int, bool], tuple[bool, int]], /,
+    ) -> dict[int, list[Any]]:
+        """Reference: ``producer.record_accumulator.RecordAccumulator.drain_reference`` (with a MetadataSnapshot)."""
+    def accumulator_expired(
+        self, topic_items: tuple[tuple[str, Any], ...], delivery_timeout_ms: int, now_ms: int, next_expiry_ms: int, /
+    ) -> tuple[list[Any], int]:
+        """Reference: ``producer.record_accumulator.RecordAccumulator.expired_batches_reference``."""
+    def sender_track_in_flight(
+        self, drained: dict[int, list[Any]], in_flight: dict[Any, list[Any]], mute: Callable[[Any], None] | None,
+        delivery_timeout_ms: int, now_ms: int, /,
+    ) -> int | None:
+        """Reference: ``producer.sender.Sender.track_in_flight_reference``."""
 
     def scan_records(self, keys: list[Any] | None, values: list[Any], timestamps: list[Any] | None, /) -> int:
         """Reference: ``producer.batch_append.scan_records_reference``."""
