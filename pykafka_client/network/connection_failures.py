@@ -27,7 +27,7 @@ from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.cluster_connection_states import ClusterConnectionStates, ConnectionState
 from pykafka_client.network.connect_failure import ConnectFailure, ConnectFailureCause
 from pykafka_client.network.error_text import classify_connect_error, describe_connect_error, describe_error
-from pykafka_client.network.in_flight_requests import InFlightRequests
+from pykafka_client.network.in_flight_requests import InFlightRequestsApi
 from pykafka_client.network.metadata_updater import MetadataRecoveryStrategy, MetadataUpdater
 from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, Selectable
 from pykafka_client.protocol.api_keys import ApiKey
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 class ConnectionFailures:
     selector: Selectable
     connection_states: ClusterConnectionStates
-    in_flight_requests: InFlightRequests
+    in_flight_requests: InFlightRequestsApi
     metadata_updater: MetadataUpdater
     api_versions: ApiVersions
     metadata_recovery_strategy: MetadataRecoveryStrategy

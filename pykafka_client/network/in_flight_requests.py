@@ -12,15 +12,16 @@ Invariants:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pykafka_client.errors import IllegalStateError
 from pykafka_client.network.client_request import RequestCompletionHandler, RequestHeaderInfo
 from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.transport.positional_new import positional_new
-from pykafka_client.network.transport.selectable import NetworkSend
+from pykafka_client.network.transport.selectable import NetworkReceive, NetworkSend
+from pykafka_client.protocol.records import _native
 
 
 @dataclass(eq=False, slots=True)
@@ -87,6 +88,73 @@ _new_client_response = positional_new(ClientResponse)
 #: ``no_timeout_until_ms`` with nothing in flight, and with a request whose deadline cannot be bounded
 _NEVER = 2**63 - 1
 _ALWAYS = -(2**63)
+
+
+class InFlightRequestsApi(Protocol):
+    """What a NetworkClient uses of its in-flight requests: :class:`InFlightRequests` (the reference) or the kernel's
+    ``InFlightRequests`` (a type that owns the same state: one compiled call per step, no Python frame)."""
+
+    @property
+    def max_in_flight_requests_per_connection(self) -> int: ...
+
+    @property
+    def no_timeout_until_ms(self) -> int:
+        """No request in flight has timed out while the time is at most this (ms)."""
+        ...
+
+    def add(self, request: InFlightRequest, /) -> None: ...
+
+    def complete_next(self, node: str, /) -> InFlightRequest: ...
+
+    def last_sent(self, node: str, /) -> InFlightRequest: ...
+
+    def complete_last_sent(self, node: str, /) -> InFlightRequest: ...
+
+    def oldest(self, node: str, /) -> InFlightRequest: ...
+
+    def take_oldest_or_none(self, node: str, /) -> InFlightRequest | None: ...
+
+    def put_back_oldest(self, request: InFlightRequest, /) -> None: ...
+
+    def newest_or_none(self, node: str, /) -> InFlightRequest | None: ...
+
+    def can_send_more(self, node: str, /) -> bool: ...
+
+    def count(self, node: str | None = None) -> int: ...
+
+    def is_empty(self, node: str | None = None) -> bool: ...
+
+    def clear_all(self, node: str, /) -> list[InFlightRequest]: ...
+
+    def increment_throttle_time(self, node: str, throttle_time_ms: int, /) -> None: ...
+
+    def nodes_with_timed_out_requests(self, now_ms: int, /) -> list[str]: ...
+
+    def complete_produce_receives(
+        self,
+        receives: list[NetworkReceive],
+        responses: list[ClientResponse],
+        now_ms: int,
+        results_types: dict[type, type],
+        new_client_response: Callable[..., ClientResponse],
+        /,
+    ) -> int | None:
+        """The start of ``NetworkClient._handle_completed_receives`` (the reference) in one step: the receives that
+        answer, in order, the oldest request of their node when it is the producer's (its body type in
+        ``results_types``) and every partition succeeded with no throttle time, each request taken and its response
+        appended. The index of the first receive left to the reference, None when none is left."""
+        ...
+
+    def __iter__(self) -> Iterator[InFlightRequest]: ...
+
+
+def new_in_flight_requests(max_in_flight_requests_per_connection: int) -> InFlightRequestsApi:
+    """The kernel's ``InFlightRequests`` when the kernel is on, else the reference :class:`InFlightRequests`."""
+    kernel = _native.kernel
+    if kernel is None:
+        return InFlightRequests(max_in_flight_requests_per_connection)
+    compiled: InFlightRequestsApi = kernel.InFlightRequests(max_in_flight_requests_per_connection, IllegalStateError)
+    return compiled
 
 
 class InFlightRequests:
@@ -218,6 +286,19 @@ class InFlightRequests:
                     bound = deadline
         self.no_timeout_until_ms = bound
         return out
+
+    def complete_produce_receives(
+        self,
+        receives: list[NetworkReceive],
+        responses: list[ClientResponse],
+        now_ms: int,
+        results_types: dict[type, type],
+        new_client_response: Callable[..., ClientResponse],
+        /,
+    ) -> int | None:
+        """Takes none: ``NetworkClient._handle_completed_receives`` is the reference of the kernel type's step
+        (:meth:`InFlightRequestsApi.complete_produce_receives`)."""
+        return 0
 
     def __iter__(self) -> Iterator[InFlightRequest]:
         for q in self._requests.values():

@@ -64,7 +64,7 @@ from pykafka_client.network.correlation_ids import (
     CorrelationIds,
 )
 from pykafka_client.network.error_text import classify_connect_error, describe_connect_error, describe_error
-from pykafka_client.network.in_flight_requests import InFlightRequest, InFlightRequests
+from pykafka_client.network.in_flight_requests import InFlightRequest, new_in_flight_requests
 from pykafka_client.network.kafka_client import LeastLoadedNode
 from pykafka_client.network.log_rate_limiter import LogRateLimiter
 from pykafka_client.network.metadata import Metadata
@@ -182,7 +182,7 @@ class NetworkClient(ConnectionFailures):
         # hi_res_clock_ms() does, once per poll
         self._clock_ns = nanoseconds_clock(time)
         self._rng = rng if rng is not None else random.Random()
-        self.in_flight_requests = InFlightRequests(max_in_flight_requests_per_connection)
+        self.in_flight_requests = new_in_flight_requests(max_in_flight_requests_per_connection)
         self.connection_states = ClusterConnectionStates(
             reconnect_backoff_ms,
             reconnect_backoff_max_ms,
@@ -614,7 +614,14 @@ class NetworkClient(ConnectionFailures):
             if results & POLL_COMPLETED_SENDS and self._fire_and_forget_sent:
                 self._handle_completed_sends(selector.completed_sends(), responses, updated_now)
             if results & POLL_COMPLETED_RECEIVES:
-                self._handle_completed_receives(selector.completed_receives(), responses, updated_now)
+                # the producer's answers that every partition succeeded in one step of the in-flight requests (the
+                # kernel's); the rest (all of them with the reference InFlightRequests) through the reference
+                receives = selector.completed_receives()
+                left = self.in_flight_requests.complete_produce_receives(
+                    receives, responses, updated_now, _results_response_types, _new_client_response
+                )
+                if left is not None:
+                    self._handle_completed_receives(receives, responses, updated_now, left)
             if results & POLL_DISCONNECTED:
                 self._handle_disconnections(responses, updated_now)
             if results & POLL_CONNECTED:
@@ -687,11 +694,13 @@ class NetworkClient(ConnectionFailures):
                 )
 
     def _handle_completed_receives(
-        self, receives: list[NetworkReceive], responses: list[ClientResponse], now_ms: int
+        self, receives: list[NetworkReceive], responses: list[ClientResponse], now_ms: int, start: int = 0
     ) -> None:
+        """Complete the requests ``receives[start:]`` answer (the reference of the in-flight requests'
+        ``complete_produce_receives``, which handled those before ``start``: none of them closed a connection)."""
         failed: set[str] | None = None  # the connections closed on a response (a set only once one is)
         in_flight = self.in_flight_requests
-        for receive in receives:
+        for receive in (receives if start == 0 else receives[start:]):
             source = receive.source
             if failed is not None and source in failed:
                 continue

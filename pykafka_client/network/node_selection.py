@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from pykafka_client.network.cluster_connection_states import ClusterConnectionStates
-from pykafka_client.network.in_flight_requests import InFlightRequests
+from pykafka_client.network.in_flight_requests import InFlightRequestsApi
 from pykafka_client.network.kafka_client import LeastLoadedNode
 from pykafka_client.structs import Node
 
@@ -15,7 +15,7 @@ def least_loaded_node(
     start: int,
     now_ms: int,
     states: ClusterConnectionStates,
-    in_flight: InFlightRequests,
+    in_flight: InFlightRequestsApi,
     is_channel_ready: Callable[[str], bool],
     can_send_request: Callable[[str, int], bool],
 ) -> LeastLoadedNode:

@@ -24,7 +24,8 @@
  *             producer_send_batch, producer_try_append, producer_handoff (GilHandoff), producer_send_append,
  *             producer_send (SendRecord, SendMethod), producer_request, producer_response, producer_incomplete,
  *             sender_round (the Sender's steady-state round over the accumulator);
- *   network:  network (per-request objects, a connection's frames), network_memory_pool;
+ *   network:  network (per-request objects, a connection's frames), network_memory_pool, client_in_flight (a
+ *             client's in-flight requests, InFlightRequests);
  *   broker:   broker_produce_request, broker_request_times, broker_produce_response, broker_log_index.
  */
 #define PY_SSIZE_T_CLEAN
@@ -65,6 +66,7 @@ static PyObject *py_read_varint = NULL;
 #include "kernel/sender_round.c.h"
 #include "kernel/network.c.h"
 #include "kernel/network_memory_pool.c.h"
+#include "kernel/client_in_flight.c.h"
 #include "kernel/broker_produce_request.c.h"
 #include "kernel/broker_request_times.c.h"
 #include "kernel/broker_produce_response.c.h"
@@ -200,6 +202,17 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_INCREF(&AccountType);
     if (PyModule_AddObject(m, "MemoryAccount", (PyObject *)&AccountType) < 0) {
         Py_DECREF(&AccountType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* client_in_flight.c.h's type */
+    if (PyType_Ready(&InFlightType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&InFlightType);
+    if (PyModule_AddObject(m, "InFlightRequests", (PyObject *)&InFlightType) < 0) {
+        Py_DECREF(&InFlightType);
         Py_DECREF(m);
         return NULL;
     }

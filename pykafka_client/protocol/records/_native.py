@@ -267,6 +267,11 @@ class Kernel(Protocol):
     #: ``MemoryAccount(total, lock, waiters)``: a type owning a buffer pool's free bytes (reference:
     #: ``producer.buffer_pool.MemoryAccount``; its instances are ``MemoryAccountApi``)
     MemoryAccount: Callable[[int, Any, Any], Any]
+    # h/inflight
+    #: ``InFlightRequests(max_in_flight_requests_per_connection, illegal_state_error)``: a type owning a client's
+    #: in-flight requests (reference: ``network.in_flight_requests.InFlightRequests``; its instances are
+    #: ``InFlightRequestsApi``)
+    InFlightRequests: Callable[[int, Any], Any]
     def index_columns(self, first_width: int, second_width: int, /) -> Any:
         """Reference: ``mini_broker.log.index_columns.IndexColumns(first_width, second_width)`` (h/logappend)."""
 
