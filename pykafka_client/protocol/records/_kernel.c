@@ -8930,6 +8930,8 @@ static PyObject *k_memory_counter(PyObject *module, PyObject *const *args, Py_ss
 
 /* ==== end of h/procround's region =============================================================================== */
 
+#include "kernel/segment_tail.c.h"
+
 static PyMethodDef kernel_methods[] = {
     {"setup", k_setup, METH_VARARGS, "setup(Record, CREATE_TIME, LOG_APPEND_TIME, read_varint): the reference's types."},
     {"decode_records", k_decode_records, METH_VARARGS, decode_records_doc},
@@ -8988,6 +8990,8 @@ static PyMethodDef kernel_methods[] = {
     {"index_columns", k_index_columns, METH_VARARGS, index_columns_doc},
     {"release_once", (PyCFunction)(void (*)(void))k_release_once, METH_FASTCALL, release_once_doc},
     {"memory_counter", (PyCFunction)(void (*)(void))k_memory_counter, METH_FASTCALL, memory_counter_doc},
+    /* h/logcommon */
+    {"segment_tail", (PyCFunction)(void (*)(void))k_segment_tail, METH_FASTCALL, segment_tail_doc},
     {NULL, NULL, 0, NULL},
 };
 

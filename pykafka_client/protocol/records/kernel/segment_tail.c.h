@@ -1,0 +1,371 @@
+/* SegmentTail: the append state of one log segment (its size, the bytes since its last index entry, its max
+ * timestamp and that timestamp's offset, the index room left, the timestamp its age is counted from) and the
+ * segment's common append of one batch in one call: the roll check, the write, the index entries.
+ * mini_broker/log/segment_tail.py is the reference of the state; mini_broker/log/log_segment.py's should_roll,
+ * append and _index_batch are the reference of append_one, which declines (returns -1, nothing done) whenever they
+ * could do anything else than write and index the batch: a roll, a full index, an age not yet known. Included by
+ * _kernel.c (it uses the IndexColumns type). */
+
+typedef struct {
+    PyObject_HEAD
+    int fd;
+    int has_rolling_base;
+    long long base_offset;
+    long long size;
+    long long bytes_since_last_index_entry;
+    long long max_timestamp_so_far;
+    long long offset_of_max_timestamp_so_far;
+    long long index_room;
+    long long rolling_based_timestamp;
+    /* the config's values (configure) */
+    long long segment_bytes;
+    long long roll_ms; /* segment.ms less the segment's jitter */
+    long long index_interval_bytes;
+    /* the segment's indexes (OffsetIndex, TimeIndex) and their entries */
+    PyObject *offset_index, *time_index;
+    IdxColsObject *offset_cols, *time_cols;
+    Py_ssize_t offset_max_entries, time_max_entries;
+} SegTailObject;
+
+static PyObject *segtail_str_write_at, *segtail_str_write_pending, *segtail_str_append, *segtail_str_maybe_append;
+
+static void segtail_dealloc(SegTailObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(self->offset_index);
+    Py_CLEAR(self->time_index);
+    Py_CLEAR(self->offset_cols);
+    Py_CLEAR(self->time_cols);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int segtail_traverse(SegTailObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->offset_index);
+    Py_VISIT(self->time_index);
+    Py_VISIT(self->offset_cols);
+    Py_VISIT(self->time_cols);
+    return 0;
+}
+
+static int segtail_clear(SegTailObject *self)
+{
+    Py_CLEAR(self->offset_index);
+    Py_CLEAR(self->time_index);
+    Py_CLEAR(self->offset_cols);
+    Py_CLEAR(self->time_cols);
+    return 0;
+}
+
+/* the index's write_at attribute (the entry count at which its pending entries are written); -1 with an error */
+static Py_ssize_t segtail_write_at(PyObject *index)
+{
+    PyObject *v = PyObject_GetAttr(index, segtail_str_write_at);
+    if (v == NULL)
+        return -1;
+    Py_ssize_t n = PyLong_AsSsize_t(v);
+    Py_DECREF(v);
+    return n;
+}
+
+static int segtail_call_void(PyObject *index, PyObject *name, PyObject *a, PyObject *b)
+{
+    PyObject *r = a == NULL ? PyObject_CallMethodNoArgs(index, name) : PyObject_CallMethodObjArgs(index, name, a, b, NULL);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* OffsetIndex.append(offset, position) / TimeIndex.maybe_append(timestamp, offset): the rule on the columns, the
+ * pending entries written when the index says so; the index's own method (which raises) when the entry goes backwards */
+static int segtail_index_entry(PyObject *index, IdxColsObject *cols, Py_ssize_t max_entries, int newer, long long base,
+                               long long first, long long second_abs, PyObject *method)
+{
+    long long second = newer ? second_abs - base : second_abs;
+    long long key = newer ? first : first - base; /* the offset index's first column is relative */
+    Py_ssize_t len = cols->len;
+    if (newer) {
+        if (key <= (len ? idxcols_get(cols, 0, len - 1) : -1) || len >= max_entries)
+            return 0;
+        if (len && second < idxcols_get(cols, 1, len - 1))
+            goto reference;
+    } else {
+        if (len && key <= idxcols_get(cols, 0, len - 1))
+            goto reference;
+        if (len >= max_entries)
+            return 0;
+    }
+    if ((cols->w[0] == 4 && (key < INT32_MIN || key > INT32_MAX)) ||
+        (cols->w[1] == 4 && (second < INT32_MIN || second > INT32_MAX)))
+        goto reference;
+    Py_ssize_t write_at = segtail_write_at(index);
+    if (write_at == -1 && PyErr_Occurred())
+        return -1;
+    if (idxcols_push(cols, key, second) < 0)
+        return -1;
+    if (cols->len >= write_at)
+        return segtail_call_void(index, segtail_str_write_pending, NULL, NULL);
+    return 0;
+reference: {
+    PyObject *a = PyLong_FromLongLong(first), *b = PyLong_FromLongLong(second_abs);
+    int rc = a == NULL || b == NULL ? -1 : segtail_call_void(index, method, a, b);
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return rc;
+}
+}
+
+/* LogSegment._index_batch */
+static int segtail_index_batch(SegTailObject *self, long long position, long long last_offset, long long max_timestamp,
+                               long long size)
+{
+    if (max_timestamp > self->max_timestamp_so_far) {
+        self->max_timestamp_so_far = max_timestamp;
+        self->offset_of_max_timestamp_so_far = last_offset;
+    }
+    if (self->bytes_since_last_index_entry > self->index_interval_bytes) {
+        if (segtail_index_entry(self->offset_index, self->offset_cols, self->offset_max_entries, 0, self->base_offset,
+                                last_offset, position, segtail_str_append) < 0)
+            return -1;
+        if (segtail_index_entry(self->time_index, self->time_cols, self->time_max_entries, 1, self->base_offset,
+                                self->max_timestamp_so_far, self->offset_of_max_timestamp_so_far,
+                                segtail_str_maybe_append) < 0)
+            return -1;
+        self->index_room -= 1;
+        self->bytes_since_last_index_entry = 0;
+    }
+    self->bytes_since_last_index_entry += size;
+    return 0;
+}
+
+PyDoc_STRVAR(segtail_append_one_doc,
+"append_one(data, last_offset, max_timestamp, roll_max_timestamp, /) -> int\n\n"
+"The append of one batch (data: its bytes, offsets assigned; its last offset and max timestamp; the append's max\n"
+"timestamp for the roll check) when LogSegment.should_roll would not roll and nothing unusual is due: written and\n"
+"indexed as LogSegment.append does, the new size returned. -1, nothing done, otherwise (the caller runs the\n"
+"reference: should_roll, the roll, LogSegment.append).");
+
+static PyObject *segtail_append_one(SegTailObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "append_one takes 4 arguments");
+        return NULL;
+    }
+    long long last_offset = PyLong_AsLongLong(args[1]);
+    if (last_offset == -1 && PyErr_Occurred())
+        return NULL;
+    long long max_timestamp = PyLong_AsLongLong(args[2]);
+    if (max_timestamp == -1 && PyErr_Occurred())
+        return NULL;
+    long long roll_max_timestamp = PyLong_AsLongLong(args[3]);
+    if (roll_max_timestamp == -1 && PyErr_Occurred())
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    long long size = (long long)view.len, physical = self->size;
+    /* should_roll's rules: declined when any would roll, or when it would ask the segment or the indexes */
+    if (physical > self->segment_bytes - size || self->index_room <= 0 || self->fd < 0 ||
+        !(last_offset - self->base_offset >= 0 && last_offset - self->base_offset <= INT32_MAX))
+        goto decline;
+    if (physical > 0) {
+        if (!self->has_rolling_base || self->rolling_based_timestamp < 0)
+            goto decline;
+        if (roll_max_timestamp - self->rolling_based_timestamp > self->roll_ms)
+            goto decline;
+    }
+    /* LogSegment.append */
+    if (physical == 0) {
+        self->has_rolling_base = 1;
+        self->rolling_based_timestamp = max_timestamp;
+    }
+    const char *p = (const char *)view.buf;
+    Py_ssize_t left = view.len;
+    while (left > 0) {
+        ssize_t n;
+        Py_BEGIN_ALLOW_THREADS
+        n = write(self->fd, p, (size_t)left);
+        Py_END_ALLOW_THREADS
+        if (n < 0) {
+            if (errno == EINTR) {
+                if (PyErr_CheckSignals() < 0)
+                    goto error;
+                continue;
+            }
+            PyErr_SetFromErrno(PyExc_OSError);
+            goto error;
+        }
+        p += n;
+        left -= n;
+    }
+    PyBuffer_Release(&view);
+    if (segtail_index_batch(self, physical, last_offset, max_timestamp, size) < 0)
+        return NULL;
+    self->size = physical + size;
+    return PyLong_FromLongLong(self->size);
+decline:
+    PyBuffer_Release(&view);
+    return PyLong_FromLong(-1);
+error:
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+PyDoc_STRVAR(segtail_configure_doc,
+"configure(segment_bytes, roll_ms, index_interval_bytes, /) -> None\n\n"
+"The config's values the append reads: segment.bytes, segment.ms less the segment's jitter, index.interval.bytes.");
+
+static PyObject *segtail_configure(SegTailObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "configure takes 3 arguments");
+        return NULL;
+    }
+    long long v[3];
+    for (int i = 0; i < 3; i++) {
+        v[i] = PyLong_AsLongLong(args[i]);
+        if (v[i] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    self->segment_bytes = v[0];
+    self->roll_ms = v[1];
+    self->index_interval_bytes = v[2];
+    Py_RETURN_NONE;
+}
+
+static PyObject *segtail_close(SegTailObject *self, PyObject *Py_UNUSED(ignored))
+{
+    self->fd = -1;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef segtail_methods[] = {
+    {"append_one", (PyCFunction)(void (*)(void))segtail_append_one, METH_FASTCALL, segtail_append_one_doc},
+    {"configure", (PyCFunction)(void (*)(void))segtail_configure, METH_FASTCALL, segtail_configure_doc},
+    {"close", (PyCFunction)segtail_close, METH_NOARGS, "close() -> None\n\nThe file is closed: append_one declines."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef segtail_members[] = {
+    {"size", T_LONGLONG, offsetof(SegTailObject, size), 0, NULL},
+    {"bytes_since_last_index_entry", T_LONGLONG, offsetof(SegTailObject, bytes_since_last_index_entry), 0, NULL},
+    {"max_timestamp_so_far", T_LONGLONG, offsetof(SegTailObject, max_timestamp_so_far), 0, NULL},
+    {"offset_of_max_timestamp_so_far", T_LONGLONG, offsetof(SegTailObject, offset_of_max_timestamp_so_far), 0, NULL},
+    {"index_room", T_LONGLONG, offsetof(SegTailObject, index_room), 0, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyObject *segtail_get_rolling(SegTailObject *self, void *closure)
+{
+    if (!self->has_rolling_base)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(self->rolling_based_timestamp);
+}
+
+static int segtail_set_rolling(SegTailObject *self, PyObject *value, void *closure)
+{
+    if (value == NULL) {
+        PyErr_SetString(PyExc_TypeError, "rolling_based_timestamp cannot be deleted");
+        return -1;
+    }
+    if (value == Py_None) {
+        self->has_rolling_base = 0;
+        self->rolling_based_timestamp = 0;
+        return 0;
+    }
+    long long v = PyLong_AsLongLong(value);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    self->has_rolling_base = 1;
+    self->rolling_based_timestamp = v;
+    return 0;
+}
+
+static PyGetSetDef segtail_getset[] = {
+    {"rolling_based_timestamp", (getter)segtail_get_rolling, (setter)segtail_set_rolling, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject SegTailType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_kernel.SegmentTail",
+    .tp_basicsize = sizeof(SegTailObject),
+    .tp_dealloc = (destructor)segtail_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)segtail_traverse,
+    .tp_clear = (inquiry)segtail_clear,
+    .tp_doc = "A log segment's append state and its common append (mini_broker/log/segment_tail.py's SegmentTail, "
+              "compiled).",
+    .tp_methods = segtail_methods,
+    .tp_members = segtail_members,
+    .tp_getset = segtail_getset,
+};
+
+PyDoc_STRVAR(segment_tail_doc,
+"segment_tail(fd, base_offset, offset_index, offset_columns, time_index, time_columns, /) -> SegmentTail\n\n"
+"Reference: mini_broker.log.segment_tail.SegmentTail: the append state of the segment at base_offset whose .log file\n"
+"is fd, empty (size 0, no timestamp), with its offset and time indexes and their entries (the kernel's IndexColumns).");
+
+static PyObject *k_segment_tail(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "segment_tail takes 6 arguments");
+        return NULL;
+    }
+    if (Py_TYPE(args[3]) != &IdxColsType || Py_TYPE(args[5]) != &IdxColsType) {
+        PyErr_SetString(PyExc_TypeError, "segment_tail: the indexes' entries are the kernel's IndexColumns");
+        return NULL;
+    }
+    long fd = PyLong_AsLong(args[0]);
+    if (fd == -1 && PyErr_Occurred())
+        return NULL;
+    long long base = PyLong_AsLongLong(args[1]);
+    if (base == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t max_entries[2];
+    for (int i = 0; i < 2; i++) {
+        PyObject *v = PyObject_GetAttrString(args[2 + 2 * i], "max_entries");
+        if (v == NULL)
+            return NULL;
+        max_entries[i] = PyLong_AsSsize_t(v);
+        Py_DECREF(v);
+        if (max_entries[i] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    if (segtail_str_write_at == NULL) {
+        segtail_str_write_at = PyUnicode_InternFromString("write_at");
+        segtail_str_write_pending = PyUnicode_InternFromString("write_pending");
+        segtail_str_append = PyUnicode_InternFromString("append");
+        segtail_str_maybe_append = PyUnicode_InternFromString("maybe_append");
+        if (segtail_str_write_at == NULL || segtail_str_write_pending == NULL || segtail_str_append == NULL ||
+            segtail_str_maybe_append == NULL)
+            return NULL;
+    }
+    if (PyType_Ready(&SegTailType) < 0)
+        return NULL;
+    SegTailObject *o = PyObject_GC_New(SegTailObject, &SegTailType);
+    if (o == NULL)
+        return NULL;
+    o->fd = (int)fd;
+    o->has_rolling_base = 0;
+    o->base_offset = base;
+    o->size = 0;
+    o->bytes_since_last_index_entry = 0;
+    o->max_timestamp_so_far = -1;
+    o->offset_of_max_timestamp_so_far = base;
+    o->index_room = 0;
+    o->rolling_based_timestamp = 0;
+    o->segment_bytes = o->roll_ms = o->index_interval_bytes = 0;
+    Py_INCREF(args[2]);
+    o->offset_index = args[2];
+    Py_INCREF(args[4]);
+    o->time_index = args[4];
+    Py_INCREF(args[3]);
+    o->offset_cols = (IdxColsObject *)args[3];
+    Py_INCREF(args[5]);
+    o->time_cols = (IdxColsObject *)args[5];
+    o->offset_max_entries = max_entries[0];
+    o->time_max_entries = max_entries[1];
+    PyObject_GC_Track(o);
+    return (PyObject *)o;
+}
