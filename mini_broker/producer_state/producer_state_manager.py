@@ -52,6 +52,7 @@ from mini_broker.producer_state.txn_metadata import CompletedTxn, TxnMetadata
 from mini_broker.utils.atomic_file import atomic_write
 from mini_broker.utils.positional_tuple import positional_tuple
 from pykafka_client.errors import CorruptRecordError
+from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.control import ControlRecordType, EndTransactionMarker
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 
@@ -298,7 +299,13 @@ class ProducerStateManager:
         its last batch, not a duplicate of a cached one, the transaction state unchanged: inside its open transaction
         or outside any): the append is then :meth:`complete_next_append` once written. None for every other case
         (:meth:`prepare_append` judges those). Changes nothing. (The log's common append calls it with the fields
-        the kernel read, without a batch view; the caller serialises it with the appends, as prepare/complete.)"""
+        the kernel read, without a batch view; the caller serialises it with the appends, as prepare/complete.) The
+        compiled kernel's ``producer_next_entry`` answers when it is loaded; the code below is its reference."""
+        kernel = _native.kernel
+        if kernel is not None:
+            found: ProducerStateEntry | None = kernel.producer_next_entry(self._producers, producer_id, epoch, first_seq,
+                                                                         delta, is_transactional, is_control)
+            return found
         entry = self._producers.get(producer_id)
         if entry is None or producer_id < 0:
             return None

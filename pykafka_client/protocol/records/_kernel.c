@@ -8930,7 +8930,7 @@ static PyObject *k_memory_counter(PyObject *module, PyObject *const *args, Py_ss
 
 /* ==== end of h/procround's region =============================================================================== */
 
-#include "kernel/segment_tail.c.h"
+#include "kernel/log_append.c.h"
 
 static PyMethodDef kernel_methods[] = {
     {"setup", k_setup, METH_VARARGS, "setup(Record, CREATE_TIME, LOG_APPEND_TIME, read_varint): the reference's types."},
@@ -8992,6 +8992,8 @@ static PyMethodDef kernel_methods[] = {
     {"memory_counter", (PyCFunction)(void (*)(void))k_memory_counter, METH_FASTCALL, memory_counter_doc},
     /* h/logcommon */
     {"segment_tail", (PyCFunction)(void (*)(void))k_segment_tail, METH_FASTCALL, segment_tail_doc},
+    {"producer_next_entry", (PyCFunction)(void (*)(void))k_producer_next_entry, METH_FASTCALL,
+     producer_next_entry_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,10 +1,15 @@
-/* SegmentTail: the append state of one log segment (its size, the bytes since its last index entry, its max
+/* The log's common append (a client's one batch, mini_broker/log/unified_log.py's Log._append_client_batch), compiled
+ * where it owns or checks state in one call:
+ *  - SegmentTail (segment_tail below), the append state of a segment and its append of one batch;
+ *  - producer_next_entry, the producer state's check that a batch is the next one of its known producer.
+ * Included by _kernel.c (it uses the IndexColumns type).
+ *
+ * SegmentTail: the append state of one log segment (its size, the bytes since its last index entry, its max
  * timestamp and that timestamp's offset, the index room left, the timestamp its age is counted from) and the
  * segment's common append of one batch in one call: the roll check, the write, the index entries.
  * mini_broker/log/segment_tail.py is the reference of the state; mini_broker/log/log_segment.py's should_roll,
  * append and _index_batch are the reference of append_one, which declines (returns -1, nothing done) whenever they
- * could do anything else than write and index the batch: a roll, a full index, an age not yet known. Included by
- * _kernel.c (it uses the IndexColumns type). */
+ * could do anything else than write and index the batch: a roll, a full index, an age not yet known. */
 
 typedef struct {
     PyObject_HEAD
@@ -368,4 +373,127 @@ static PyObject *k_segment_tail(PyObject *self, PyObject *const *args, Py_ssize_
     o->time_max_entries = max_entries[1];
     PyObject_GC_Track(o);
     return (PyObject *)o;
+}
+
+
+/* ---- the producer state's next batch -------------------------------------------------------------------------- */
+
+static PyObject *pne_str_batch_metadata, *pne_str_producer_epoch, *pne_str_current_txn_first_offset;
+
+/* a field of a BatchMetadata (a tuple: last_seq, last_offset, offset_delta, timestamp); -1 with an error */
+static int pne_field(PyObject *batch, Py_ssize_t i, long long *out)
+{
+    if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) <= i) {
+        PyErr_SetString(PyExc_TypeError, "producer_next_entry: a cached batch is a BatchMetadata");
+        return -1;
+    }
+    *out = PyLong_AsLongLong(PyTuple_GET_ITEM(batch, i));
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+#define PNE_INT_MAX 2147483647LL
+
+PyDoc_STRVAR(producer_next_entry_doc,
+"producer_next_entry(producers, producer_id, epoch, first_seq, delta, is_transactional, is_control, /) -> entry | None\n\n"
+"Reference: mini_broker.producer_state.producer_state_manager.ProducerStateManager.next_append_entry on its producers\n"
+"(producer id -> ProducerStateEntry): the entry of the batch's producer when the batch is its next one (same epoch,\n"
+"the sequence right after its last batch, not a duplicate of a cached one, the transaction state unchanged); None\n"
+"otherwise. Changes nothing.");
+
+static PyObject *k_producer_next_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "producer_next_entry takes 7 arguments");
+        return NULL;
+    }
+    if (!PyDict_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "producer_next_entry: producers is a dict");
+        return NULL;
+    }
+    if (pne_str_batch_metadata == NULL) {
+        pne_str_batch_metadata = PyUnicode_InternFromString("batch_metadata");
+        pne_str_producer_epoch = PyUnicode_InternFromString("producer_epoch");
+        pne_str_current_txn_first_offset = PyUnicode_InternFromString("current_txn_first_offset");
+        if (pne_str_batch_metadata == NULL || pne_str_producer_epoch == NULL || pne_str_current_txn_first_offset == NULL)
+            return NULL;
+    }
+    long long producer_id = PyLong_AsLongLong(args[1]), epoch, first_seq, delta;
+    if (producer_id == -1 && PyErr_Occurred())
+        return NULL;
+    if ((epoch = PyLong_AsLongLong(args[2])) == -1 && PyErr_Occurred())
+        return NULL;
+    if ((first_seq = PyLong_AsLongLong(args[3])) == -1 && PyErr_Occurred())
+        return NULL;
+    if ((delta = PyLong_AsLongLong(args[4])) == -1 && PyErr_Occurred())
+        return NULL;
+    int is_transactional = PyObject_IsTrue(args[5]);
+    if (is_transactional < 0)
+        return NULL;
+    int is_control = PyObject_IsTrue(args[6]);
+    if (is_control < 0)
+        return NULL;
+    PyObject *entry = PyDict_GetItemWithError(args[0], args[1]); /* borrowed */
+    if (entry == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    if (producer_id < 0)
+        Py_RETURN_NONE;
+    PyObject *cached = NULL, *v = NULL, *it = NULL, *b = NULL;
+    PyObject *result = Py_None;
+    long long entry_epoch;
+    if ((cached = PyObject_GetAttr(entry, pne_str_batch_metadata)) == NULL ||
+        (v = PyObject_GetAttr(entry, pne_str_producer_epoch)) == NULL)
+        goto error;
+    entry_epoch = PyLong_AsLongLong(v);
+    Py_CLEAR(v);
+    if (entry_epoch == -1 && PyErr_Occurred())
+        goto error;
+    Py_ssize_t n = PyObject_Size(cached);
+    if (n < 0)
+        goto error;
+    if (epoch != entry_epoch || n == 0 || is_control)
+        goto done;
+    if ((v = PyObject_GetAttr(entry, pne_str_current_txn_first_offset)) == NULL)
+        goto error;
+    int in_txn = v != Py_None;
+    Py_CLEAR(v);
+    if (in_txn != is_transactional)
+        goto done; /* starts a transaction, or a non-transactional batch inside one */
+    long long last_seq;
+    if ((b = PySequence_GetItem(cached, n - 1)) == NULL || pne_field(b, 0, &last_seq) < 0)
+        goto error;
+    Py_CLEAR(b);
+    /* in_sequence */
+    if (!(first_seq == last_seq + 1 || (first_seq == 0 && last_seq == PNE_INT_MAX)))
+        goto done;
+    /* find_duplicate_batch(epoch, first_seq, next_last_sequence(first_seq, delta)) (the epoch is the entry's) */
+    long long new_last = first_seq < 0 ? -1 : ((first_seq + delta) & PNE_INT_MAX);
+    if ((it = PyObject_GetIter(cached)) == NULL)
+        goto error;
+    while ((b = PyIter_Next(it)) != NULL) {
+        long long b_last, b_delta;
+        if (pne_field(b, 0, &b_last) < 0 || pne_field(b, 2, &b_delta) < 0)
+            goto error;
+        Py_CLEAR(b);
+        /* BatchMetadata.first_seq: decrement_sequence(last_seq, offset_delta) */
+        long long b_first = b_last < b_delta ? PNE_INT_MAX - (b_delta - b_last) + 1 : b_last - b_delta;
+        if (b_last == new_last && b_first == first_seq)
+            goto done; /* a duplicate */
+    }
+    if (PyErr_Occurred())
+        goto error;
+    result = entry;
+done:
+    Py_XDECREF(it);
+    Py_XDECREF(cached);
+    Py_INCREF(result);
+    return result;
+error:
+    Py_XDECREF(b);
+    Py_XDECREF(v);
+    Py_XDECREF(it);
+    Py_XDECREF(cached);
+    return NULL;
 }
