@@ -270,6 +270,16 @@ class Kernel(Protocol):
     def index_columns(self, first_width: int, second_width: int, /) -> Any:
         """Reference: ``mini_broker.log.index_columns.IndexColumns(first_width, second_width)`` (h/logappend)."""
 
+    # h/logcommon
+    def segment_tail(self, fd: int, base_offset: int, offset_index: object, offset_columns: object, time_index: object,
+                     time_columns: object, /) -> Any:
+        """Reference: ``mini_broker.log.segment_tail.SegmentTail(base_offset)`` (its instances are ``SegmentTailApi``;
+        the compiled one's ``append_one`` is ``LogSegment``'s common append of one batch)."""
+    def producer_next_entry(self, producers: dict[int, Any], producer_id: int, epoch: int, first_seq: int, delta: int,
+                            is_transactional: bool, is_control: bool, /) -> Any:
+        """Reference: ``mini_broker.producer_state.producer_state_manager.ProducerStateManager.next_append_entry``
+        over ``producers``."""
+
     def release_once(self, pool: object, size: int, /) -> Callable[[], None]:
         """Reference: ``pykafka_client.network.transport.memory_pool._Release(pool, size)`` (h/procround)."""
     def memory_counter(self, capacity: int, small_frame_reserve: int, /) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -57,12 +58,9 @@ configs = st.fixed_dictionaries({}, optional={
 @contextmanager
 def _reference() -> Iterator[None]:
     """Segments made meanwhile get the reference's append state."""
-    previous = log_segment_module.new_segment_tail
-    log_segment_module.new_segment_tail = lambda fd, base, offsets, times: SegmentTail(base)  # type: ignore[assignment] # (the factory's stand-in)
-    try:
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(log_segment_module, "new_segment_tail", lambda fd, base, offsets, times: SegmentTail(base))
         yield
-    finally:
-        log_segment_module.new_segment_tail = previous
 
 
 def _run(reference: bool, fn: Callable[[], T]) -> T | str:
@@ -74,6 +72,14 @@ def _run(reference: bool, fn: Callable[[], T]) -> T | str:
         return fn()
     except KafkaError as e:
         return f"{type(e).__name__}: {e}"
+
+
+def _append(lg: Log, data: bytes) -> object:
+    return lg.append(memoryview(bytearray(data)), raise_high_watermark=True)
+
+
+def _roll(lg: Log) -> int:
+    return lg.roll().base_offset
 
 
 def _files(lg: Log) -> dict[str, bytes]:
@@ -127,13 +133,12 @@ def _compare(d: Path, config: dict[str, object], ops: list[tuple[str, int, int, 
         data = _batch(records, value_size, NOW + ts_offset, sequence)
         if what == "two batches":
             data += _batch(1, value_size, NOW + ts_offset + 1, sequence + records)
-        outcomes = []
+        outcomes: list[object] = []
         for reference, lg in logs.items():
             if what in ("append", "two batches"):
-                outcomes.append(_run(reference, lambda lg=lg: lg.append(memoryview(bytearray(data)),
-                                                                         raise_high_watermark=True)))
+                outcomes.append(_run(reference, partial(_append, lg, data)))
             elif what == "roll":
-                outcomes.append(_run(reference, lambda lg=lg: lg.roll().base_offset))
+                outcomes.append(_run(reference, partial(_roll, lg)))
             elif what == "flush":
                 lg.flush()
             else:
