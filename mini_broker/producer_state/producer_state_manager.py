@@ -47,7 +47,12 @@ from crc32c import crc32c
 from sortedcontainers import SortedDict
 
 from mini_broker.producer_state.producer_append_info import AppendOrigin, BatchInfo, ProducerAppendInfo, in_sequence
-from mini_broker.producer_state.producer_state_entry import LAST_SEQ, BatchMetadata, ProducerStateEntry
+from mini_broker.producer_state.producer_state_entry import (
+    LAST_SEQ,
+    BatchMetadata,
+    ProducerStateEntry,
+    new_batch_metadata,
+)
 from mini_broker.producer_state.txn_metadata import CompletedTxn, TxnMetadata
 from mini_broker.utils.atomic_file import atomic_write
 from mini_broker.utils.positional_tuple import positional_tuple
@@ -328,9 +333,14 @@ class ProducerStateManager:
         is put back if expiry removed it meanwhile) rather than to a copy that replaces it."""
         end_offset = first_offset + delta + 1
         with self._lock:
-            entry.add_batch(entry.producer_epoch, next_last_sequence(first_seq, delta), end_offset - 1, delta,
-                            max_timestamp)
-            self._producers[entry.producer_id] = entry
+            kernel = _native.kernel
+            if kernel is not None:  # (the two statements below in one call)
+                kernel.producer_add_next(self._producers, entry, first_seq, delta, max_timestamp, end_offset - 1,
+                                         new_batch_metadata)
+            else:
+                entry.add_batch(entry.producer_epoch, next_last_sequence(first_seq, delta), end_offset - 1, delta,
+                                max_timestamp)
+                self._producers[entry.producer_id] = entry
             if end_offset > self.map_end_offset:
                 self.map_end_offset = end_offset
 

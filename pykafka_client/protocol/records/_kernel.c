@@ -8994,6 +8994,7 @@ static PyMethodDef kernel_methods[] = {
     {"segment_tail", (PyCFunction)(void (*)(void))k_segment_tail, METH_FASTCALL, segment_tail_doc},
     {"producer_next_entry", (PyCFunction)(void (*)(void))k_producer_next_entry, METH_FASTCALL,
      producer_next_entry_doc},
+    {"producer_add_next", (PyCFunction)(void (*)(void))k_producer_add_next, METH_FASTCALL, producer_add_next_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -279,6 +279,10 @@ class Kernel(Protocol):
                             is_transactional: bool, is_control: bool, /) -> Any:
         """Reference: ``mini_broker.producer_state.producer_state_manager.ProducerStateManager.next_append_entry``
         over ``producers``."""
+    def producer_add_next(self, producers: dict[int, Any], entry: object, first_seq: int, delta: int,
+                          max_timestamp: int, last_offset: int, make_batch: Callable[..., Any], /) -> None:
+        """Reference: ``ProducerStateManager.complete_next_append``'s update of ``entry`` and ``producers`` (under the
+        manager's lock; the map end offset is the caller's)."""
 
     def release_once(self, pool: object, size: int, /) -> Callable[[], None]:
         """Reference: ``pykafka_client.network.transport.memory_pool._Release(pool, size)`` (h/procround)."""

@@ -497,3 +497,72 @@ error:
     Py_XDECREF(cached);
     return NULL;
 }
+
+static PyObject *pne_str_append, *pne_str_last_timestamp, *pne_str_producer_id;
+
+PyDoc_STRVAR(producer_add_next_doc,
+"producer_add_next(producers, entry, first_seq, delta, max_timestamp, last_offset, make_batch, /) -> None\n\n"
+"Reference: the body of mini_broker.producer_state.producer_state_manager.ProducerStateManager.complete_next_append\n"
+"under its lock, but for the map end offset: entry.add_batch(entry.producer_epoch, next_last_sequence(first_seq,\n"
+"delta), last_offset, delta, max_timestamp) (make_batch builds the BatchMetadata), then producers[entry.producer_id]\n"
+"= entry.");
+
+static PyObject *k_producer_add_next(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "producer_add_next takes 7 arguments");
+        return NULL;
+    }
+    if (!PyDict_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "producer_add_next: producers is a dict");
+        return NULL;
+    }
+    if (pne_str_append == NULL) {
+        pne_str_append = PyUnicode_InternFromString("append");
+        pne_str_last_timestamp = PyUnicode_InternFromString("last_timestamp");
+        pne_str_producer_id = PyUnicode_InternFromString("producer_id");
+        if (pne_str_append == NULL || pne_str_last_timestamp == NULL || pne_str_producer_id == NULL)
+            return NULL;
+    }
+    if (pne_str_batch_metadata == NULL) {
+        pne_str_batch_metadata = PyUnicode_InternFromString("batch_metadata");
+        if (pne_str_batch_metadata == NULL)
+            return NULL;
+    }
+    PyObject *entry = args[1];
+    long long first_seq = PyLong_AsLongLong(args[2]), delta;
+    if (first_seq == -1 && PyErr_Occurred())
+        return NULL;
+    if ((delta = PyLong_AsLongLong(args[3])) == -1 && PyErr_Occurred())
+        return NULL;
+    /* next_last_sequence */
+    PyObject *last_seq = PyLong_FromLongLong(first_seq < 0 ? -1 : ((first_seq + delta) & PNE_INT_MAX));
+    if (last_seq == NULL)
+        return NULL;
+    PyObject *fields[4] = {last_seq, args[5], args[3], args[4]};
+    PyObject *batch = PyObject_Vectorcall(args[6], fields, 4, NULL);
+    Py_DECREF(last_seq);
+    if (batch == NULL)
+        return NULL;
+    PyObject *cached = PyObject_GetAttr(entry, pne_str_batch_metadata), *r = NULL, *pid = NULL;
+    if (cached == NULL)
+        goto error;
+    /* (the deque's bound evicts the oldest of more than NUM_BATCHES_TO_RETAIN) */
+    if ((r = PyObject_CallMethodOneArg(cached, pne_str_append, batch)) == NULL)
+        goto error;
+    if (PyObject_SetAttr(entry, pne_str_last_timestamp, args[4]) < 0)
+        goto error;
+    if ((pid = PyObject_GetAttr(entry, pne_str_producer_id)) == NULL || PyDict_SetItem(args[0], pid, entry) < 0)
+        goto error;
+    Py_DECREF(pid);
+    Py_DECREF(r);
+    Py_DECREF(cached);
+    Py_DECREF(batch);
+    Py_RETURN_NONE;
+error:
+    Py_XDECREF(pid);
+    Py_XDECREF(r);
+    Py_XDECREF(cached);
+    Py_DECREF(batch);
+    return NULL;
+}
