@@ -24,7 +24,7 @@ import os
 import struct
 from typing import ClassVar
 
-from mini_broker.log.index_columns import new_index_columns
+from mini_broker.log.index_columns import IndexColumnsApi, new_index_columns
 from pykafka_client.errors_base import KafkaError
 
 #: bytes of new entries kept before they are written (one ``pwrite``): 341 offset index entries, 256 time index ones
@@ -63,6 +63,13 @@ class AbstractIndex:
     def entry_size(self) -> int:
         return self.ENTRY.size
 
+    @property
+    def columns(self) -> IndexColumnsApi:
+        """The entries (the same object for the index's life: truncations and resets change it in place); a segment's
+        compiled append state (:mod:`mini_broker.log.segment_tail`) appends to it as :meth:`write_pending` and the
+        subclasses' append rules say."""
+        return self._columns
+
     # -- queries --------------------------------------------------------------------------------------
     def entries(self) -> int:
         return len(self._columns)
@@ -85,12 +92,12 @@ class AbstractIndex:
     # -- updates (under the log lock) -----------------------------------------------------------------
     def _set_written(self, entries: int) -> None:
         """The first ``entries`` are in the file (those after them are appended and not written yet): the pending ones
-        are written once there are :attr:`_write_at` entries (the subclasses' appends pass it to the columns' rule,
-        which says when it is reached)."""
+        are written once there are :attr:`write_at` entries (the subclasses' appends pass it to the columns' rule,
+        which says when it is reached; public: a segment's compiled append state reads it)."""
         self._written = entries
-        self._write_at = entries + self._pending_limit
+        self.write_at = entries + self._pending_limit
 
-    def _write_pending(self) -> None:
+    def write_pending(self) -> None:
         """Write the entries appended since the last write."""
         written = self._written
         columns = self._columns
@@ -100,7 +107,7 @@ class AbstractIndex:
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries with offset >= ``offset``."""
-        self._write_pending()
+        self.write_pending()
         keep = self._columns.bisect(self.OFFSET_COLUMN, offset - self.base_offset, False)
         self._columns.truncate(keep)
         self._set_written(min(self._written, keep))
@@ -114,12 +121,12 @@ class AbstractIndex:
         self._torn = False
 
     def flush(self) -> None:
-        self._write_pending()
+        self.write_pending()
         os.fsync(self._fd)
 
     def close(self) -> None:
         if self._fd >= 0:
-            self._write_pending()
+            self.write_pending()
             os.close(self._fd)
             self._fd = -1
 

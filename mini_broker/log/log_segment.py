@@ -28,6 +28,7 @@ from mini_broker.log.abstract_index import CorruptIndexError
 from mini_broker.log.log_config import LogConfig
 from mini_broker.log.log_offset_metadata import LogOffsetMetadata
 from mini_broker.log.offset_index import OffsetIndex
+from mini_broker.log.segment_tail import new_segment_tail
 from mini_broker.log.time_index import NO_TIMESTAMP, TimeIndex
 from mini_broker.log.transaction_index import TXN_INDEX_FILE_SUFFIX, TransactionIndex
 from pykafka_client.protocol.records.batch_ops import BatchIterator
@@ -93,7 +94,8 @@ class LogSegment:
         cleaner writes before it swaps it in (:meth:`change_file_suffixes`)."""
         self.dir_path = dir_path
         self.base_offset = base_offset
-        self.config = config
+        #: Random per segment in [0, segment.jitter.ms), so that segments of many partitions do not roll at once.
+        self.roll_jitter_ms = random.randrange(config.segment_jitter_ms) if config.segment_jitter_ms > 0 else 0
         self._time = time
         self.file_suffix = file_suffix
         prefix = os.path.join(dir_path, file_name_prefix(base_offset))
@@ -101,7 +103,6 @@ class LogSegment:
         # Append mode: every write lands at the end; reads are positional (pread).
         self._file: io.FileIO = io.FileIO(self.log_path, "a+")
         self._fd = self._file.fileno()
-        self.size = os.fstat(self._fd).st_size
         #: False when an index file was missing at open (the log then rebuilds the indexes).
         self.index_files_existed = os.path.exists(prefix + INDEX_FILE_SUFFIX + file_suffix) and os.path.exists(
             prefix + TIME_INDEX_FILE_SUFFIX + file_suffix
@@ -109,25 +110,41 @@ class LogSegment:
         self.offset_index = OffsetIndex(prefix + INDEX_FILE_SUFFIX + file_suffix, base_offset, config.max_index_size)
         self.time_index = TimeIndex(prefix + TIME_INDEX_FILE_SUFFIX + file_suffix, base_offset, config.max_index_size)
         self.txn_index = TransactionIndex(prefix + TXN_INDEX_FILE_SUFFIX + file_suffix, base_offset)
+        #: the append state (size, max timestamp, index interval count, index room, the age's base timestamp; see
+        #: :mod:`mini_broker.log.segment_tail`): the kernel's when it is loaded, whose ``append_one`` is the log's
+        #: common append of one batch. Its ``index_room`` is at most the room left in either index
+        #: (:meth:`_index_room_left`): each index append of this segment takes one, so :meth:`should_roll` asks the
+        #: indexes only once it reaches 0.
+        self.tail = new_segment_tail(self._fd, base_offset, self.offset_index, self.time_index)
+        self.config = config
+        tail = self.tail
+        tail.size = os.fstat(self._fd).st_size
         self.created_ms = time.milliseconds()
-        #: Random per segment in [0, segment.jitter.ms), so that segments of many partitions do not roll at once.
-        self.roll_jitter_ms = random.randrange(config.segment_jitter_ms) if config.segment_jitter_ms > 0 else 0
-        self.max_timestamp_so_far = NO_TIMESTAMP
-        self.offset_of_max_timestamp_so_far = base_offset
         last_ts, last_ts_offset = self.time_index.last_entry()
         if last_ts >= 0:
-            self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = last_ts, last_ts_offset
-        self._bytes_since_last_index_entry = 0
-        #: at most the room left in either index (:meth:`_index_room_left`): each index append of this segment takes
-        #: one, so :meth:`should_roll` asks the indexes only once it reaches 0
-        self._index_room = self._index_room_left()
-        self._rolling_based_timestamp: int | None = None
+            tail.max_timestamp_so_far, tail.offset_of_max_timestamp_so_far = last_ts, last_ts_offset
+        self._index_room_left()
         self.deleted = False
 
     # -- properties -----------------------------------------------------------------------------------
     @property
     def file(self) -> io.FileIO:
         return self._file
+
+    @property
+    def size(self) -> int:
+        """The bytes of the whole batches written (the file's size once they are)."""
+        return self.tail.size
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        """The largest batch max timestamp of the segment (-1: none)."""
+        return self.tail.max_timestamp_so_far
+
+    @property
+    def offset_of_max_timestamp_so_far(self) -> int:
+        """The last offset of the first batch with :attr:`max_timestamp_so_far` (the base offset when none)."""
+        return self.tail.offset_of_max_timestamp_so_far
 
     def largest_timestamp(self) -> int:
         """The segment's max record timestamp, or the file's modification time when it has none."""
@@ -147,6 +164,7 @@ class LogSegment:
         self._config = config
         # read on every append (should_roll); computed from the config's cleanup policy, so kept per config
         self._max_segment_ms = config.max_segment_ms
+        self.tail.configure(config.segment_bytes, self._max_segment_ms - self.roll_jitter_ms, config.index_interval_bytes)
 
     def can_convert_to_relative_offset(self, offset: int) -> bool:
         return 0 <= offset - self.base_offset <= _INT32_MAX
@@ -154,11 +172,12 @@ class LogSegment:
     def should_roll(self, messages_size: int, max_timestamp_in_messages: int, max_offset: int, now_ms: int) -> bool:
         """Kafka's roll rule: size, age (``segment.ms`` minus this segment's jitter), a full index, or
         offsets beyond int32 from the base offset."""
-        size = self.size
+        tail = self.tail
+        size = tail.size
         if size > self._config.segment_bytes - messages_size:
             return True
         if size > 0:
-            based = self._rolling_based_timestamp
+            based = tail.rolling_based_timestamp
             # (time_waited_for_roll's common case, a segment aged by its records' timestamps, without its frame)
             waited = (max_timestamp_in_messages - based if based is not None and based >= 0
                       else self.time_waited_for_roll(now_ms, max_timestamp_in_messages))
@@ -166,30 +185,33 @@ class LogSegment:
                 return True
         # (an index is full only once the count of appends left reached 0: then the indexes are asked, as Kafka's
         # offsetIndex.isFull || timeIndex.isFull)
-        return (self._index_room <= 0 and self._index_room_left() <= 0) or not 0 <= max_offset - self.base_offset <= _INT32_MAX
+        return (tail.index_room <= 0 and self._index_room_left() <= 0) or not 0 <= max_offset - self.base_offset <= _INT32_MAX
 
     def _index_room_left(self) -> int:
-        """The entries that still fit in both indexes (0 or less: one is full), kept as :attr:`_index_room`."""
+        """The entries that still fit in both indexes (0 or less: one is full), kept as the tail's ``index_room``."""
         offsets, times = self.offset_index.room(), self.time_index.room()
-        room = self._index_room = offsets if offsets < times else times
+        room = self.tail.index_room = offsets if offsets < times else times
         return room
 
     def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
         """Age of the segment: by record timestamps once it holds any, else by wall time since creation."""
-        if self._rolling_based_timestamp is None and self.size > 0:
-            first = self.read_header(0, self.size)
+        tail = self.tail
+        if tail.rolling_based_timestamp is None and tail.size > 0:
+            first = self.read_header(0, tail.size)
             if first is not None:
-                self._rolling_based_timestamp = first.max_timestamp
-        if self._rolling_based_timestamp is not None and self._rolling_based_timestamp >= 0:
-            return message_timestamp - self._rolling_based_timestamp
+                tail.rolling_based_timestamp = first.max_timestamp
+        based = tail.rolling_based_timestamp
+        if based is not None and based >= 0:
+            return message_timestamp - based
         return now_ms - self.created_ms
 
     # -- writing (under the log lock) -----------------------------------------------------------------
     def append(self, data: bytes | bytearray | memoryview, batches: Sequence[AppendedBatch]) -> None:
         """Write ``data`` (the batches, offsets already assigned) at the end and index it."""
-        physical = self.size
+        tail = self.tail
+        physical = tail.size
         if physical == 0 and batches:
-            self._rolling_based_timestamp = batches[0].max_timestamp
+            tail.rolling_based_timestamp = batches[0].max_timestamp
         size = len(data)
         written = os.write(self._fd, data)
         if written < size:
@@ -198,26 +220,28 @@ class LogSegment:
                 written += os.write(self._fd, view[written:])
         for relative_position, last_offset, max_timestamp, batch_size in batches:
             self._index_batch(physical + relative_position, last_offset, max_timestamp, batch_size)
-        self.size = physical + size
+        tail.size = physical + size
 
     def _index_batch(self, position: int, last_offset: int, max_timestamp: int, size: int) -> None:
-        if max_timestamp > self.max_timestamp_so_far:
-            self.max_timestamp_so_far = max_timestamp
-            self.offset_of_max_timestamp_so_far = last_offset
-        if self._bytes_since_last_index_entry > self._config.index_interval_bytes:
+        tail = self.tail
+        if max_timestamp > tail.max_timestamp_so_far:
+            tail.max_timestamp_so_far = max_timestamp
+            tail.offset_of_max_timestamp_so_far = last_offset
+        if tail.bytes_since_last_index_entry > self._config.index_interval_bytes:
             self.offset_index.append(last_offset, position)
-            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
-            self._index_room -= 1  # (each index took at most one entry)
-            self._bytes_since_last_index_entry = 0
-        self._bytes_since_last_index_entry += size
+            self.time_index.maybe_append(tail.max_timestamp_so_far, tail.offset_of_max_timestamp_so_far)
+            tail.index_room -= 1  # (each index took at most one entry)
+            tail.bytes_since_last_index_entry = 0
+        tail.bytes_since_last_index_entry += size
 
     def on_become_inactive(self) -> None:
         """The segment stops being the active one: record its max timestamp in the time index and fsync."""
-        if self.max_timestamp_so_far >= 0:
+        tail = self.tail
+        if tail.max_timestamp_so_far >= 0:
             self.time_index.maybe_append(
-                self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True
+                tail.max_timestamp_so_far, tail.offset_of_max_timestamp_so_far, skip_full_check=True
             )
-            self._index_room -= 1
+            tail.index_room -= 1
         self.flush()
 
     def flush(self) -> None:
@@ -347,10 +371,11 @@ class LogSegment:
         self.offset_index.reset()
         self.time_index.reset()
         self._index_room_left()
-        self.max_timestamp_so_far = NO_TIMESTAMP
-        self.offset_of_max_timestamp_so_far = self.base_offset
-        self._bytes_since_last_index_entry = 0
-        self._rolling_based_timestamp = None
+        tail = self.tail
+        tail.max_timestamp_so_far = NO_TIMESTAMP
+        tail.offset_of_max_timestamp_so_far = self.base_offset
+        tail.bytes_since_last_index_entry = 0
+        tail.rolling_based_timestamp = None
         size = os.fstat(self._fd).st_size
         valid = 0
         next_expected = self.base_offset
@@ -380,7 +405,7 @@ class LogSegment:
         truncated = size - valid
         if truncated:
             os.ftruncate(self._fd, valid)
-        self.size = valid
+        tail.size = valid
         # aborted transactions whose marker was cut off go too (the log re-adds those it replays)
         self.txn_index.truncate_to(next_expected)
         return truncated
@@ -393,6 +418,7 @@ class LogSegment:
         # Forget the descriptor number first: a read racing with close gets EBADF, never another file
         # that reused the number.
         self._fd = -1
+        self.tail.close()
         if not self._file.closed:
             self._file.close()
 

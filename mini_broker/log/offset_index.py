@@ -53,8 +53,8 @@ class OffsetIndex(AbstractIndex):
     def append(self, offset: int, position: int) -> None:
         """Add (offset -> position). Offsets must increase; ignored when the index is full."""
         appended = self._columns.append_increasing(offset - self.base_offset, position, self.max_entries,
-                                                   self._write_at)
+                                                   self.write_at)
         if appended:
             if appended < 0:
                 raise CorruptIndexError(f"{self.path}: offset {offset} is not larger than {self.last_offset()}")
-            self._write_pending()
+            self.write_pending()

@@ -59,8 +59,8 @@ class TimeIndex(AbstractIndex):
         """Add (timestamp, offset) if the timestamp is larger than the last entry's (and there is room)."""
         # (the columns' rule: a timestamp above the last entry's, or NO_TIMESTAMP when empty; room unless skipped)
         appended = self._columns.append_newer(timestamp, offset - self.base_offset, self.max_entries,
-                                              not skip_full_check, self._write_at)
+                                              not skip_full_check, self.write_at)
         if appended:
             if appended < 0:
                 raise CorruptIndexError(f"{self.path}: offset {offset} is smaller than the last entry's")
-            self._write_pending()
+            self.write_pending()

@@ -437,12 +437,20 @@ class Log:
         next_offset, max_timestamp, offset_of_max_timestamp, num_records, appended = assigned
         log_append_time, _, _, _, _, flush_interval_messages = checks
         segment = self._segments[-1]
-        if segment.should_roll(len(buf), max_timestamp, next_offset - 1, now):
-            segment = self._roll_locked(first_offset)
-        segment.append(buf, appended)
+        # one batch: the segment's append state writes and indexes it in one call unless a roll (or anything else
+        # unusual) may be due (-1); then the segment's reference steps
+        size = -1
+        if len(appended) == 1:
+            _, last_offset, batch_max_timestamp, _ = appended[0]
+            size = segment.tail.append_one(buf, last_offset, batch_max_timestamp, max_timestamp)
+        if size < 0:
+            if segment.should_roll(len(buf), max_timestamp, next_offset - 1, now):
+                segment = self._roll_locked(first_offset)
+            segment.append(buf, appended)
+            size = segment.size
         if self._epoch_cache is not None:
             self._cache_epochs(buf, appended)
-        self._leo_metadata = _new_offset_metadata(next_offset, segment.base_offset, segment.size)
+        self._leo_metadata = _new_offset_metadata(next_offset, segment.base_offset, size)
         # the producer state moves only once the batches are in the log (Kafka: after localLog.append)
         if next_entry is not None and batch is not None:
             self.producer_state.complete_next_append(next_entry, batch[3], batch[4], batch[5], first_offset)

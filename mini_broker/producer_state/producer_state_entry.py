@@ -105,7 +105,7 @@ class ProducerStateEntry:
         if self.producer_epoch != producer_epoch:
             self.maybe_update_producer_epoch(producer_epoch)
         # (the deque's bound evicts the oldest of more than NUM_BATCHES_TO_RETAIN)
-        self.batch_metadata.append(_new_batch_metadata(last_seq, last_offset, offset_delta, timestamp))
+        self.batch_metadata.append(new_batch_metadata(last_seq, last_offset, offset_delta, timestamp))
         self.last_timestamp = timestamp
 
     def maybe_update_producer_epoch(self, producer_epoch: int) -> bool:
@@ -131,8 +131,9 @@ class ProducerStateEntry:
         )
 
 
-#: BatchMetadata made without its Python-level __new__ (one per batch appended)
-_new_batch_metadata = positional_tuple(BatchMetadata)
+#: BatchMetadata made without its Python-level __new__ (one per batch appended; public: the producer state manager hands
+#: it to the kernel)
+new_batch_metadata = positional_tuple(BatchMetadata)
 #: the place of BatchMetadata.last_seq, read by index on every append (on Python 3.11 a named tuple's field read by name
 #: is a generic attribute lookup, ~50-150 instructions; by index ~10)
 LAST_SEQ: Final = BatchMetadata._fields.index("last_seq")

@@ -47,11 +47,17 @@ from crc32c import crc32c
 from sortedcontainers import SortedDict
 
 from mini_broker.producer_state.producer_append_info import AppendOrigin, BatchInfo, ProducerAppendInfo, in_sequence
-from mini_broker.producer_state.producer_state_entry import LAST_SEQ, BatchMetadata, ProducerStateEntry
+from mini_broker.producer_state.producer_state_entry import (
+    LAST_SEQ,
+    BatchMetadata,
+    ProducerStateEntry,
+    new_batch_metadata,
+)
 from mini_broker.producer_state.txn_metadata import CompletedTxn, TxnMetadata
 from mini_broker.utils.atomic_file import atomic_write
 from mini_broker.utils.positional_tuple import positional_tuple
 from pykafka_client.errors import CorruptRecordError
+from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.control import ControlRecordType, EndTransactionMarker
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 
@@ -298,7 +304,13 @@ class ProducerStateManager:
         its last batch, not a duplicate of a cached one, the transaction state unchanged: inside its open transaction
         or outside any): the append is then :meth:`complete_next_append` once written. None for every other case
         (:meth:`prepare_append` judges those). Changes nothing. (The log's common append calls it with the fields
-        the kernel read, without a batch view; the caller serialises it with the appends, as prepare/complete.)"""
+        the kernel read, without a batch view; the caller serialises it with the appends, as prepare/complete.) The
+        compiled kernel's ``producer_next_entry`` answers when it is loaded; the code below is its reference."""
+        kernel = _native.kernel
+        if kernel is not None:
+            found: ProducerStateEntry | None = kernel.producer_next_entry(self._producers, producer_id, epoch, first_seq,
+                                                                         delta, is_transactional, is_control)
+            return found
         entry = self._producers.get(producer_id)
         if entry is None or producer_id < 0:
             return None
@@ -321,9 +333,14 @@ class ProducerStateManager:
         is put back if expiry removed it meanwhile) rather than to a copy that replaces it."""
         end_offset = first_offset + delta + 1
         with self._lock:
-            entry.add_batch(entry.producer_epoch, next_last_sequence(first_seq, delta), end_offset - 1, delta,
-                            max_timestamp)
-            self._producers[entry.producer_id] = entry
+            kernel = _native.kernel
+            if kernel is not None:  # (the two statements below in one call)
+                kernel.producer_add_next(self._producers, entry, first_seq, delta, max_timestamp, end_offset - 1,
+                                         new_batch_metadata)
+            else:
+                entry.add_batch(entry.producer_epoch, next_last_sequence(first_seq, delta), end_offset - 1, delta,
+                                max_timestamp)
+                self._producers[entry.producer_id] = entry
             if end_offset > self.map_end_offset:
                 self.map_end_offset = end_offset
 

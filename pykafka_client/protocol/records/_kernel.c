@@ -26,7 +26,8 @@
  *             sender_round (the Sender's steady-state round over the accumulator);
  *   network:  network (per-request objects, a connection's frames), network_memory_pool, client_in_flight (a
  *             client's in-flight requests, InFlightRequests);
- *   broker:   broker_produce_request, broker_request_times, broker_produce_response, broker_log_index.
+ *   broker:   broker_produce_request, broker_request_times, broker_produce_response, broker_log_index,
+ *             broker_log_append (a segment's append state SegmentTail, the producer state's next-batch check).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -71,6 +72,7 @@ static PyObject *py_read_varint = NULL;
 #include "kernel/broker_request_times.c.h"
 #include "kernel/broker_produce_response.c.h"
 #include "kernel/broker_log_index.c.h"
+#include "kernel/broker_log_append.c.h"
 
 /* ---- module ---------------------------------------------------------------------------------------- */
 
@@ -147,6 +149,10 @@ static PyMethodDef kernel_methods[] = {
     {"accumulator_expired", (PyCFunction)(void (*)(void))k_accumulator_expired, METH_FASTCALL, accumulator_expired_doc},
     {"sender_track_in_flight", (PyCFunction)(void (*)(void))k_sender_track_in_flight, METH_FASTCALL,
      sender_track_in_flight_doc},
+    {"segment_tail", (PyCFunction)(void (*)(void))k_segment_tail, METH_FASTCALL, segment_tail_doc},
+    {"producer_next_entry", (PyCFunction)(void (*)(void))k_producer_next_entry, METH_FASTCALL,
+     producer_next_entry_doc},
+    {"producer_add_next", (PyCFunction)(void (*)(void))k_producer_add_next, METH_FASTCALL, producer_add_next_doc},
     {NULL, NULL, 0, NULL},
 };
 

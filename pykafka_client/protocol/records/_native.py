@@ -254,31 +254,45 @@ class Kernel(Protocol):
     ) -> tuple[Any, dict[Any, Any], int, int] | None:
         """Reference: ``producer.sender.Sender._drained_request`` for uncompressed batches (None: run the reference)."""
     def produce_results_setup(self, response_type: type, /) -> None: ...
-    # h/iosend
+    # network.c.h
     def read_frames(
         self, reader: Any, recv_into: Callable[[memoryview], int], max_receives: int, max_bytes: int,
         new_receive: Callable[..., Any], check_receive_size: Callable[[int, int], None], empty: memoryview, /,
     ) -> tuple[list[Any], int, bool]:
         """Reference: ``network.transport.network_receive.BufferedFrameReader.read_frames`` with ``recv_into``."""
-    # h/iothread5
+    # producer_incomplete.c.h
     #: ``IncompleteBatches(condition)``: a type owning the producer's incomplete batches (reference:
     #: ``producer.incomplete_batches.IncompleteBatches``; its instances are ``IncompleteBatchesApi``)
     IncompleteBatches: Callable[[Any], Any]
     #: ``MemoryAccount(total, lock, waiters)``: a type owning a buffer pool's free bytes (reference:
     #: ``producer.buffer_pool.MemoryAccount``; its instances are ``MemoryAccountApi``)
     MemoryAccount: Callable[[int, Any, Any], Any]
-    # h/inflight
+    # client_in_flight.c.h
     #: ``InFlightRequests(max_in_flight_requests_per_connection, illegal_state_error)``: a type owning a client's
     #: in-flight requests (reference: ``network.in_flight_requests.InFlightRequests``; its instances are
     #: ``InFlightRequestsApi``)
     InFlightRequests: Callable[[int, Any], Any]
     def index_columns(self, first_width: int, second_width: int, /) -> Any:
-        """Reference: ``mini_broker.log.index_columns.IndexColumns(first_width, second_width)`` (h/logappend)."""
+        """Reference: ``mini_broker.log.index_columns.IndexColumns(first_width, second_width)``."""
+
+    # broker_log_append.c.h
+    def segment_tail(self, fd: int, base_offset: int, offset_index: object, offset_columns: object, time_index: object,
+                     time_columns: object, /) -> Any:
+        """Reference: ``mini_broker.log.segment_tail.SegmentTail(base_offset)`` (its instances are ``SegmentTailApi``;
+        the compiled one's ``append_one`` is ``LogSegment``'s common append of one batch)."""
+    def producer_next_entry(self, producers: dict[int, Any], producer_id: int, epoch: int, first_seq: int, delta: int,
+                            is_transactional: bool, is_control: bool, /) -> Any:
+        """Reference: ``mini_broker.producer_state.producer_state_manager.ProducerStateManager.next_append_entry``
+        over ``producers``."""
+    def producer_add_next(self, producers: dict[int, Any], entry: object, first_seq: int, delta: int,
+                          max_timestamp: int, last_offset: int, make_batch: Callable[..., Any], /) -> None:
+        """Reference: ``ProducerStateManager.complete_next_append``'s update of ``entry`` and ``producers`` (under the
+        manager's lock; the map end offset is the caller's)."""
 
     def release_once(self, pool: object, size: int, /) -> Callable[[], None]:
-        """Reference: ``pykafka_client.network.transport.memory_pool._Release(pool, size)`` (h/procround)."""
+        """Reference: ``pykafka_client.network.transport.memory_pool._Release(pool, size)``."""
     def memory_counter(self, capacity: int, small_frame_reserve: int, /) -> Any:
-        """Reference: ``pykafka_client.network.transport.memory_pool.SimpleMemoryPool(capacity)`` (h/procround; its
+        """Reference: ``pykafka_client.network.transport.memory_pool.SimpleMemoryPool(capacity)`` (its
         instances are ``CountingMemoryPool``)."""
     def decode_produce_results(self, cls: type[_M], payload: Buffer, version: int, correlation_id: int, /) -> _M | None:
         """Reference: ``protocol.headers.decode_response`` of a Produce response whose partitions all succeeded, as
@@ -298,7 +312,7 @@ class Kernel(Protocol):
         ``complete_produce_response`` for a ProduceResponse not disconnected nor version-mismatched, ``reference(sender,
         batches, response)`` whenever that declines (True: the kernel completed it)."""
 
-    # h/drainstate: the Sender's round over the accumulator (records/kernel/sender_round.c.h)
+    # sender_round.c.h: the Sender's round over the accumulator
     def accumulator_ready(
         self, topic_items: tuple[tuple[str, Any], ...], snapshot: object, muted: set[Any], node_sets: dict[int, Any],
         linger_ms: int, adaptive: bool, now_ms: int, others: Callable[[], bool],

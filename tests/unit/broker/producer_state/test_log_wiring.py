@@ -195,9 +195,22 @@ def test_failed_write_leaves_the_producer_state_untouched(tmp_path: Path, time: 
         raise OSError("disk full")
 
     monkeypatch.setattr(segment, "append", broken)
-    with pytest.raises(OSError):
-        lg.append(batch(0, 2, 2))
+    # the write fails for the segment's compiled append state too (its append_one writes the file itself): its
+    # descriptor is pointed at a file opened read-only meanwhile
+    fd = segment.file.fileno()
+    saved = os.dup(fd)
+    readonly = os.open(os.path.join(lg.dir_path, "readonly"), os.O_RDONLY | os.O_CREAT, 0o644)
+    os.dup2(readonly, fd)
+    try:
+        with pytest.raises(OSError):
+            lg.append(batch(0, 2, 2))
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
+        os.close(readonly)
+        os.unlink(os.path.join(lg.dir_path, "readonly"))
     monkeypatch.undo()
+    assert lg.log_end_offset == 2 and segment.size == os.path.getsize(segment.log_path)
     entry = lg.producer_state.last_entry(PID)
     assert entry is not None and entry.last_seq == 1
     # the retry is a new write, not a duplicate of a batch that never reached the log
