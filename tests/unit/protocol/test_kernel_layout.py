@@ -62,3 +62,13 @@ def test_the_sources_name_no_helper_branch() -> None:
         text = path.read_text(encoding="utf-8")
         assert re.search(r"\bh/[a-z]", text) is None, path.name
         assert "'s region" not in text, path.name
+
+
+def test_the_layout_descriptions_name_every_part() -> None:
+    # _kernel.c's opening comment and docs/ARCHITECTURE.md ("Record fast path") each list the parts by name
+    opening = KERNEL.read_text(encoding="utf-8").split("*/", 1)[0]
+    architecture = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    for name in _parts():
+        part = name.removesuffix(".c.h")
+        assert re.search(rf"\b{part}\b", opening), f"_kernel.c's opening comment does not name {part}"
+        assert f"`{part}`" in architecture, f"docs/ARCHITECTURE.md does not name the kernel part {part}"
