@@ -66,6 +66,22 @@ static inline int round_int(PyObject *obj, int a, int64_t *out)
     return rc;
 }
 
+/* A queue's lock and batches, the lock taken (as the send path takes it): 0 with both new references, or -1 with an
+ * exception and neither */
+static int queue_lock_batches(PyObject *q, PyObject **lock, PyObject **batches)
+{
+    *lock = round_get(q, R_LOCK);
+    if (*lock == NULL)
+        return -1;
+    *batches = round_get(q, R_BATCHES);
+    if (*batches == NULL || queue_lock_acquire(*lock) < 0) {
+        Py_CLEAR(*lock);
+        Py_CLEAR(*batches);
+        return -1;
+    }
+    return 0;
+}
+
 /* an argument that must be an int of 64 bits: 0, or -1 with an exception */
 static int round_arg_int(PyObject *v, int64_t *out)
 {
@@ -183,15 +199,9 @@ static int round_since(PyObject *batch, int64_t *since)
 static int ready_queue(PyObject *q, PyObject *epoch, int64_t now_ms, PyObject *should_backoff, Py_ssize_t *n,
                        int64_t *waited, int *backing_off, int64_t *retry_wait, int *full)
 {
-    PyObject *lock = round_get(q, R_LOCK);
-    if (lock == NULL)
+    PyObject *lock, *batches;
+    if (queue_lock_batches(q, &lock, &batches) < 0)
         return -1;
-    PyObject *batches = round_get(q, R_BATCHES);
-    if (batches == NULL || queue_lock_acquire(lock) < 0) {
-        Py_DECREF(lock);
-        Py_XDECREF(batches);
-        return -1;
-    }
     PyObject *batch = NULL;
     int rc = -1;
     *n = PyObject_Size(batches);
@@ -483,15 +493,9 @@ done:
 static int drain_queue(PyObject *q, PyObject *tp, PyObject *epoch, int64_t now_ms, PyObject *now_obj, int64_t max_size,
                        int64_t *size, PyObject *ready, PyObject *prepare, PyObject *should_backoff, int *stop)
 {
-    PyObject *lock = round_get(q, R_LOCK);
-    if (lock == NULL)
+    PyObject *lock, *batches;
+    if (queue_lock_batches(q, &lock, &batches) < 0)
         return -1;
-    PyObject *batches = round_get(q, R_BATCHES);
-    if (batches == NULL || queue_lock_acquire(lock) < 0) {
-        Py_DECREF(lock);
-        Py_XDECREF(batches);
-        return -1;
-    }
     PyObject *first = NULL, *taken = NULL;
     int rc = -1;
     Py_ssize_t n = PyObject_Size(batches);
@@ -740,13 +744,10 @@ static PyObject *k_accumulator_expired(PyObject *self, PyObject *const *args, Py
         for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(queue_items); k++) {
             PyObject *qitem = PyTuple_GET_ITEM(queue_items, k);
             PyObject *q = PyTuple_Check(qitem) && PyTuple_GET_SIZE(qitem) == 2 ? PyTuple_GET_ITEM(qitem, 1) : NULL;
-            PyObject *lock = q == NULL ? NULL : round_get(q, R_LOCK);
-            PyObject *batches = lock == NULL ? NULL : round_get(q, R_BATCHES);
-            if (batches == NULL || queue_lock_acquire(lock) < 0) {
+            PyObject *lock, *batches;
+            if (q == NULL || queue_lock_batches(q, &lock, &batches) < 0) {
                 if (q == NULL)
                     PyErr_SetString(PyExc_TypeError, "accumulator_expired: a queue item is not a pair");
-                Py_XDECREF(lock);
-                Py_XDECREF(batches);
                 Py_DECREF(queue_items);
                 goto done;
             }
