@@ -1,7 +1,10 @@
-"""Builders for the log tests: real v2 batches from MemoryRecordsBuilder."""
+"""Builders for the log tests: real v2 batches from MemoryRecordsBuilder; a log's files read back."""
 
 from __future__ import annotations
 
+import os
+
+from mini_broker.log import Log
 from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
 from pykafka_client.protocol.records.memory_records import MemoryRecords
 from pykafka_client.protocol.records.record import Record
@@ -22,3 +25,15 @@ def records_of(data: bytes) -> list[Record]:
 
 def values_of(data: bytes) -> list[tuple[int, bytes | None]]:
     return [(r.offset, r.value) for r in records_of(data)]
+
+
+def log_files(lg: Log) -> dict[str, bytes]:
+    """The log's segment, offset index and time index files by name, after a flush (what two logs given the same
+    appends must agree on byte for byte)."""
+    lg.flush()
+    out = {}
+    for name in sorted(os.listdir(lg.dir_path)):
+        if name.endswith((".log", ".index", ".timeindex")):
+            with open(os.path.join(lg.dir_path, name), "rb") as f:
+                out[name] = f.read()
+    return out

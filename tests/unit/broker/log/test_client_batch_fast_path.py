@@ -7,7 +7,6 @@ and the same producer state."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,8 @@ from pykafka_client.protocol.compression import CompressionType
 from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
 from pykafka_client.utils.time import MockTime
+
+from .helpers import log_files
 
 NOW = 1_700_000_000_000
 
@@ -77,16 +78,6 @@ def _outcome(lg: Log, data: bytes) -> object:
         return type(e).__name__, str(e)
 
 
-def _files(lg: Log) -> dict[str, bytes]:
-    lg.flush()
-    out = {}
-    for name in sorted(os.listdir(lg.dir_path)):
-        if name.endswith((".log", ".index", ".timeindex")):
-            with open(os.path.join(lg.dir_path, name), "rb") as f:
-                out[name] = f.read()
-    return out
-
-
 def _state(lg: Log) -> dict[int, tuple[object, ...]]:
     return {pid: (e.producer_epoch, e.last_timestamp, e.current_txn_first_offset, list(e.batch_metadata))
             for pid, e in lg.producer_state.active_producers.items()}
@@ -118,7 +109,7 @@ def test_the_common_append_answers_as_the_general_path(tmp_path_factory: pytest.
         if pid >= 0 and not isinstance(got, tuple):
             last_seq[pid] = seq
             next_seq[pid] = seq + records
-    assert _files(fast) == _files(general)
+    assert log_files(fast) == log_files(general)
     assert _state(fast) == _state(general)
     assert fast.log_end_offset == general.log_end_offset and fast.high_watermark == general.high_watermark
     fast.close()

@@ -27,6 +27,8 @@ from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
 from pykafka_client.utils.time import MockTime
 
+from .helpers import log_files
+
 NOW = 1_700_000_000_000
 T = TypeVar("T")
 
@@ -80,16 +82,6 @@ def _append(lg: Log, data: bytes) -> object:
 
 def _roll(lg: Log) -> int:
     return lg.roll().base_offset
-
-
-def _files(lg: Log) -> dict[str, bytes]:
-    lg.flush()
-    out = {}
-    for name in sorted(os.listdir(lg.dir_path)):
-        if name.endswith((".log", ".index", ".timeindex")):
-            with open(os.path.join(lg.dir_path, name), "rb") as f:
-                out[name] = f.read()
-    return out
 
 
 def _segments(lg: Log) -> list[tuple[object, ...]]:
@@ -148,7 +140,7 @@ def _compare(d: Path, config: dict[str, object], ops: list[tuple[str, int, int, 
         if what in ("append", "two batches") and not isinstance(outcomes[0], str):
             sequence += records + (1 if what == "two batches" else 0)
         assert _segments(logs[False]) == _segments(logs[True])
-    assert _files(logs[False]) == _files(logs[True])
+    assert log_files(logs[False]) == log_files(logs[True])
     assert logs[False].log_end_offset == logs[True].log_end_offset
     for lg in logs.values():
         lg.close()
