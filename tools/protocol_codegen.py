@@ -230,16 +230,16 @@ class Gen:
                     out += ["    " + ln for ln in self.write_field(f, v, True, "_tw", f"self.{f.attr}", owner)]
                     out.append(f"    _tags.append(({f.tag}, _tw.to_bytes()))")
                 out += [
-                    "if self._unknown_tagged_fields:",
-                    "    _tags.extend(self._unknown_tagged_fields)",
+                    "if self.unknown_tagged_fields:",
+                    "    _tags.extend(self.unknown_tagged_fields)",
                     "    _tags.sort(key=_tag_key)",
                     "w.write_tags(_tags)",
                 ]
             else:
-                out.append("w.write_tags(self._unknown_tagged_fields)")
+                out.append("w.write_tags(self.unknown_tagged_fields)")
         elif has_unknown:
             out += [
-                "if self._unknown_tagged_fields:",
+                "if self.unknown_tagged_fields:",
                 f'    raise UnsupportedVersionError(f"tagged fields were set, but version {{version}} of {owner} does not support them")',
             ]
         return out
@@ -412,7 +412,7 @@ class Gen:
             if about:
                 out.append(f"{i2}# {about}" if len(about) < 200 else f"{i2}# {about[:197]}...")
         if has_unknown:
-            out.append(f"{i2}_unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)")
+            out.append(f"{i2}unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)")
         out.append("")
         qual = self.qual(name) if not top else name
         out.append(f"{i2}def write(self, w: Writer, version: int) -> None:")

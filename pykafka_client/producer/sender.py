@@ -131,7 +131,7 @@ class DrainedProduceRequest(ProduceRequest):
         self.transactional_id = transactional_id
         self.acks = acks
         self.timeout_ms = timeout_ms
-        self._unknown_tagged_fields = None
+        self.unknown_tagged_fields = None
         self.parts = parts
         return self
 

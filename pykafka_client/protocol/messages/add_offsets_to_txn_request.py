@@ -52,19 +52,19 @@ class AddOffsetsToTxnRequest(Message):
     # Current epoch associated with the producer id.
     group_id: str = ''
     # The unique group identifier.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 3 <= version <= 4:
             w.write_compact_string(self.transactional_id)
             w.buf += _S_qh.pack(self.producer_id, self.producer_epoch)
             w.write_compact_string(self.group_id)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 2:
             w.write_string(self.transactional_id)
             w.buf += _S_qh.pack(self.producer_id, self.producer_epoch)
             w.write_string(self.group_id)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AddOffsetsToTxnRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -46,15 +46,15 @@ class AddOffsetsToTxnResponse(Message):
     # Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     error_code: int = 0
     # The response error code, or 0 if there was no error.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 3 <= version <= 4:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 2:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AddOffsetsToTxnResponse does not support them")
         else:
             raise self.unsupported_version(version)

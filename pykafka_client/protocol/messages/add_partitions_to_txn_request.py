@@ -49,19 +49,19 @@ class AddPartitionsToTxnRequest(Message):
         # The name of the topic.
         partitions: list[int] = field(default_factory=list)
         # The partition indexes to add to the transaction
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 3 <= version <= 5:
                 w.write_compact_string(self.name)
                 w.write_compact_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 2:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AddPartitionsToTxnRequest.AddPartitionsToTxnTopic does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -107,7 +107,7 @@ class AddPartitionsToTxnRequest(Message):
         # Boolean to signify if we want to check if the partition is in the transaction rather than add it.
         topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = field(default_factory=list)
         # The partitions to add to the transaction.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 4 <= version <= 5:
@@ -116,7 +116,7 @@ class AddPartitionsToTxnRequest(Message):
                 w.write_compact_array_length(len(self.topics))
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -160,7 +160,7 @@ class AddPartitionsToTxnRequest(Message):
     # Current epoch associated with the producer id.
     v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = field(default_factory=list)
     # The partitions to add to the transaction.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 4 <= version <= 5:
@@ -175,7 +175,7 @@ class AddPartitionsToTxnRequest(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default V3AndBelowProducerEpoch at version {version} of AddPartitionsToTxnRequest")
             if self.v3_and_below_topics != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default V3AndBelowTopics at version {version} of AddPartitionsToTxnRequest")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 3:
             if self.transactions != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Transactions at version {version} of AddPartitionsToTxnRequest")
@@ -184,7 +184,7 @@ class AddPartitionsToTxnRequest(Message):
             w.write_compact_array_length(len(self.v3_and_below_topics))
             for _e_v3_and_below_topics in self.v3_and_below_topics:
                 _e_v3_and_below_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 2:
             if self.transactions != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Transactions at version {version} of AddPartitionsToTxnRequest")
@@ -193,7 +193,7 @@ class AddPartitionsToTxnRequest(Message):
             w.write_array_length(len(self.v3_and_below_topics))
             for _e_v3_and_below_topics in self.v3_and_below_topics:
                 _e_v3_and_below_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AddPartitionsToTxnRequest does not support them")
         else:
             raise self.unsupported_version(version)

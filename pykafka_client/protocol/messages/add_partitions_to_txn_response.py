@@ -49,15 +49,15 @@ class AddPartitionsToTxnResponse(Message):
         # The partition indexes.
         partition_error_code: int = 0
         # The response error code.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 3 <= version <= 5:
                 w.buf += _S_ih.pack(self.partition_index, self.partition_error_code)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 2:
                 w.buf += _S_ih.pack(self.partition_index, self.partition_error_code)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -92,7 +92,7 @@ class AddPartitionsToTxnResponse(Message):
         # The topic name.
         results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult] = field(default_factory=list)
         # The results for each partition
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 3 <= version <= 5:
@@ -100,13 +100,13 @@ class AddPartitionsToTxnResponse(Message):
                 w.write_compact_array_length(len(self.results_by_partition))
                 for _e_results_by_partition in self.results_by_partition:
                     _e_results_by_partition.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 2:
                 w.write_string(self.name)
                 w.write_array_length(len(self.results_by_partition))
                 for _e_results_by_partition in self.results_by_partition:
                     _e_results_by_partition.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -145,7 +145,7 @@ class AddPartitionsToTxnResponse(Message):
         # The transactional id corresponding to the transaction.
         topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = field(default_factory=list)
         # The results for each topic.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 4 <= version <= 5:
@@ -153,7 +153,7 @@ class AddPartitionsToTxnResponse(Message):
                 w.write_compact_array_length(len(self.topic_results))
                 for _e_topic_results in self.topic_results:
                     _e_topic_results.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -190,7 +190,7 @@ class AddPartitionsToTxnResponse(Message):
     # Results categorized by transactional ID.
     results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = field(default_factory=list)
     # The results for each topic.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 4 <= version <= 5:
@@ -200,7 +200,7 @@ class AddPartitionsToTxnResponse(Message):
                 _e_results_by_transaction.write(w, version)
             if self.results_by_topic_v3_and_below != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default ResultsByTopicV3AndBelow at version {version} of AddPartitionsToTxnResponse")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 3:
             w.buf += _S_i.pack(self.throttle_time_ms)
             if self.results_by_transaction != []:
@@ -208,7 +208,7 @@ class AddPartitionsToTxnResponse(Message):
             w.write_compact_array_length(len(self.results_by_topic_v3_and_below))
             for _e_results_by_topic_v3_and_below in self.results_by_topic_v3_and_below:
                 _e_results_by_topic_v3_and_below.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 2:
             w.buf += _S_i.pack(self.throttle_time_ms)
             if self.results_by_transaction != []:
@@ -216,7 +216,7 @@ class AddPartitionsToTxnResponse(Message):
             w.write_array_length(len(self.results_by_topic_v3_and_below))
             for _e_results_by_topic_v3_and_below in self.results_by_topic_v3_and_below:
                 _e_results_by_topic_v3_and_below.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AddPartitionsToTxnResponse does not support them")
         else:
             raise self.unsupported_version(version)

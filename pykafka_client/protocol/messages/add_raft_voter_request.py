@@ -53,14 +53,14 @@ class AddRaftVoterRequest(Message):
         # The hostname
         port: int = 0
         # The port
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.write_compact_string(self.name)
                 w.write_compact_string(self.host)
                 w.buf += _S_H.pack(self.port)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -99,7 +99,7 @@ class AddRaftVoterRequest(Message):
     # The directory id of the voter getting added to the topic partition
     listeners: list[AddRaftVoterRequest.Listener] = field(default_factory=list)
     # The endpoints that can be used to communicate with the voter
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -108,7 +108,7 @@ class AddRaftVoterRequest(Message):
             w.write_compact_array_length(len(self.listeners))
             for _e_listeners in self.listeners:
                 _e_listeners.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -46,12 +46,12 @@ class AllocateProducerIdsRequest(Message):
     # The ID of the requesting broker
     broker_epoch: int = -1
     # The epoch of the requesting broker
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
             w.buf += _S_iq.pack(self.broker_id, self.broker_epoch)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

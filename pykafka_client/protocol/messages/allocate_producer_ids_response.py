@@ -52,12 +52,12 @@ class AllocateProducerIdsResponse(Message):
     # The first producer ID in this range, inclusive
     producer_id_len: int = 0
     # The number of producer IDs in this range
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
             w.buf += _S_ihqi.pack(self.throttle_time_ms, self.error_code, self.producer_id_start, self.producer_id_len)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -49,17 +49,17 @@ class AlterClientQuotasRequest(Message):
         # The entity type.
         entity_name: str | None = ''
         # The name of the entity, or null if the default.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
                 w.write_compact_string(self.entity_type)
                 w.write_compact_nullable_string(self.entity_name)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.write_string(self.entity_type)
                 w.write_nullable_string(self.entity_name)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterClientQuotasRequest.EntityData does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -99,17 +99,17 @@ class AlterClientQuotasRequest(Message):
         # The value to set, otherwise ignored if the value is to be removed.
         remove: bool = False
         # Whether the quota configuration value should be removed, otherwise set.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
                 w.write_compact_string(self.key)
                 w.buf += _S_do.pack(self.value, self.remove)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.write_string(self.key)
                 w.buf += _S_do.pack(self.value, self.remove)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterClientQuotasRequest.OpData does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -147,7 +147,7 @@ class AlterClientQuotasRequest(Message):
         # The quota entity to alter.
         ops: list[AlterClientQuotasRequest.OpData] = field(default_factory=list)
         # An individual quota configuration entry to alter.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
@@ -157,7 +157,7 @@ class AlterClientQuotasRequest(Message):
                 w.write_compact_array_length(len(self.ops))
                 for _e_ops in self.ops:
                     _e_ops.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.write_array_length(len(self.entity))
                 for _e_entity in self.entity:
@@ -165,7 +165,7 @@ class AlterClientQuotasRequest(Message):
                 w.write_array_length(len(self.ops))
                 for _e_ops in self.ops:
                     _e_ops.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterClientQuotasRequest.EntryData does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -204,7 +204,7 @@ class AlterClientQuotasRequest(Message):
     # The quota configuration entries to alter.
     validate_only: bool = False
     # Whether the alteration should be validated, but not performed.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 1:
@@ -212,13 +212,13 @@ class AlterClientQuotasRequest(Message):
             for _e_entries in self.entries:
                 _e_entries.write(w, version)
             w.buf += _S_o.pack(self.validate_only)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 0:
             w.write_array_length(len(self.entries))
             for _e_entries in self.entries:
                 _e_entries.write(w, version)
             w.buf += _S_o.pack(self.validate_only)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterClientQuotasRequest does not support them")
         else:
             raise self.unsupported_version(version)

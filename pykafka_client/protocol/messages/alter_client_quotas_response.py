@@ -49,17 +49,17 @@ class AlterClientQuotasResponse(Message):
         # The entity type.
         entity_name: str | None = ''
         # The name of the entity, or null if the default.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
                 w.write_compact_string(self.entity_type)
                 w.write_compact_nullable_string(self.entity_name)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.write_string(self.entity_type)
                 w.write_nullable_string(self.entity_name)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterClientQuotasResponse.EntityData does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -99,7 +99,7 @@ class AlterClientQuotasResponse(Message):
         # The error message, or `null` if the quota alteration succeeded.
         entity: list[AlterClientQuotasResponse.EntityData] = field(default_factory=list)
         # The quota entity to alter.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
@@ -108,14 +108,14 @@ class AlterClientQuotasResponse(Message):
                 w.write_compact_array_length(len(self.entity))
                 for _e_entity in self.entity:
                     _e_entity.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.buf += _S_h.pack(self.error_code)
                 w.write_nullable_string(self.error_message)
                 w.write_array_length(len(self.entity))
                 for _e_entity in self.entity:
                     _e_entity.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterClientQuotasResponse.EntryData does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -155,7 +155,7 @@ class AlterClientQuotasResponse(Message):
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     entries: list[AlterClientQuotasResponse.EntryData] = field(default_factory=list)
     # The quota configuration entries to alter.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 1:
@@ -163,13 +163,13 @@ class AlterClientQuotasResponse(Message):
             w.write_compact_array_length(len(self.entries))
             for _e_entries in self.entries:
                 _e_entries.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 0:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.entries))
             for _e_entries in self.entries:
                 _e_entries.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterClientQuotasResponse does not support them")
         else:
             raise self.unsupported_version(version)

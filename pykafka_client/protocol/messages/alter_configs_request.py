@@ -49,17 +49,17 @@ class AlterConfigsRequest(Message):
         # The configuration key name.
         value: str | None = ''
         # The value to set for the configuration key.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
                 w.write_compact_string(self.name)
                 w.write_compact_nullable_string(self.value)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_string(self.name)
                 w.write_nullable_string(self.value)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterConfigsRequest.AlterableConfig does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -99,7 +99,7 @@ class AlterConfigsRequest(Message):
         # The resource name.
         configs: list[AlterConfigsRequest.AlterableConfig] = field(default_factory=list)
         # The configurations.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
@@ -108,14 +108,14 @@ class AlterConfigsRequest(Message):
                 w.write_compact_array_length(len(self.configs))
                 for _e_configs in self.configs:
                     _e_configs.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.buf += _S_b.pack(self.resource_type)
                 w.write_string(self.resource_name)
                 w.write_array_length(len(self.configs))
                 for _e_configs in self.configs:
                     _e_configs.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterConfigsRequest.AlterConfigsResource does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -155,7 +155,7 @@ class AlterConfigsRequest(Message):
     # The updates for each resource.
     validate_only: bool = False
     # True if we should validate the request, but not change the configurations.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 2:
@@ -163,13 +163,13 @@ class AlterConfigsRequest(Message):
             for _e_resources in self.resources:
                 _e_resources.write(w, version)
             w.buf += _S_o.pack(self.validate_only)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.write_array_length(len(self.resources))
             for _e_resources in self.resources:
                 _e_resources.write(w, version)
             w.buf += _S_o.pack(self.validate_only)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterConfigsRequest does not support them")
         else:
             raise self.unsupported_version(version)

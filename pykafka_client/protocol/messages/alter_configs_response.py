@@ -56,7 +56,7 @@ class AlterConfigsResponse(Message):
         # The resource type.
         resource_name: str = ''
         # The resource name.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
@@ -64,13 +64,13 @@ class AlterConfigsResponse(Message):
                 w.write_compact_nullable_string(self.error_message)
                 w.buf += _S_b.pack(self.resource_type)
                 w.write_compact_string(self.resource_name)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.buf += _S_h.pack(self.error_code)
                 w.write_nullable_string(self.error_message)
                 w.buf += _S_b.pack(self.resource_type)
                 w.write_string(self.resource_name)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterConfigsResponse.AlterConfigsResourceResponse does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -111,7 +111,7 @@ class AlterConfigsResponse(Message):
     # Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     responses: list[AlterConfigsResponse.AlterConfigsResourceResponse] = field(default_factory=list)
     # The responses for each resource.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 2:
@@ -119,13 +119,13 @@ class AlterConfigsResponse(Message):
             w.write_compact_array_length(len(self.responses))
             for _e_responses in self.responses:
                 _e_responses.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.responses))
             for _e_responses in self.responses:
                 _e_responses.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterConfigsResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -48,7 +48,7 @@ class AlterPartitionReassignmentsRequest(Message):
         # The partition index.
         replicas: list[int] | None = None
         # The replicas to place the partitions on, or null to cancel a pending reassignment for this partition.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -58,7 +58,7 @@ class AlterPartitionReassignmentsRequest(Message):
                 else:
                     w.write_compact_array_length(len(self.replicas))
                     w.write_fixed_array('i', self.replicas)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -90,7 +90,7 @@ class AlterPartitionReassignmentsRequest(Message):
         # The topic name.
         partitions: list[AlterPartitionReassignmentsRequest.ReassignablePartition] = field(default_factory=list)
         # The partitions to reassign.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -98,7 +98,7 @@ class AlterPartitionReassignmentsRequest(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -129,7 +129,7 @@ class AlterPartitionReassignmentsRequest(Message):
     # The time in ms to wait for the request to complete.
     topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic] = field(default_factory=list)
     # The topics to reassign.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -137,7 +137,7 @@ class AlterPartitionReassignmentsRequest(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

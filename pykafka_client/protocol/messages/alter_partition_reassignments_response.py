@@ -51,13 +51,13 @@ class AlterPartitionReassignmentsResponse(Message):
         # The error code for this partition, or 0 if there was no error.
         error_message: str | None = ''
         # The error message for this partition, or null if there was no error.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
                 w.write_compact_nullable_string(self.error_message)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -90,7 +90,7 @@ class AlterPartitionReassignmentsResponse(Message):
         # The topic name
         partitions: list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse] = field(default_factory=list)
         # The responses to partitions to reassign
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -98,7 +98,7 @@ class AlterPartitionReassignmentsResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -135,7 +135,7 @@ class AlterPartitionReassignmentsResponse(Message):
     # The top-level error message, or null if there was no error.
     responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse] = field(default_factory=list)
     # The responses to topics to reassign.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -144,7 +144,7 @@ class AlterPartitionReassignmentsResponse(Message):
             w.write_compact_array_length(len(self.responses))
             for _e_responses in self.responses:
                 _e_responses.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -53,12 +53,12 @@ class AlterPartitionRequest(Message):
         # The ID of the broker.
         broker_epoch: int = -1
         # The epoch of the broker. It will be -1 if the epoch check is not supported.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 3:
                 w.buf += _S_iq.pack(self.broker_id, self.broker_epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -100,7 +100,7 @@ class AlterPartitionRequest(Message):
         # 1 if the partition is recovering from an unclean leader election; 0 otherwise.
         partition_epoch: int = 0
         # The expected epoch of the partition which is being updated. For legacy cluster this is the ZkVersion in the LeaderAndIsr request.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 3:
@@ -111,7 +111,7 @@ class AlterPartitionRequest(Message):
                 for _e_new_isr_with_epochs in self.new_isr_with_epochs:
                     _e_new_isr_with_epochs.write(w, version)
                 w.buf += _S_bi.pack(self.leader_recovery_state, self.partition_epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 1 <= version <= 2:
                 w.buf += _S_ii.pack(self.partition_index, self.leader_epoch)
                 w.write_compact_array_length(len(self.new_isr))
@@ -119,7 +119,7 @@ class AlterPartitionRequest(Message):
                 if self.new_isr_with_epochs != []:
                     raise UnsupportedVersionError(f"attempted to write a non-default NewIsrWithEpochs at version {version} of AlterPartitionRequest.PartitionData")
                 w.buf += _S_bi.pack(self.leader_recovery_state, self.partition_epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.buf += _S_ii.pack(self.partition_index, self.leader_epoch)
                 w.write_compact_array_length(len(self.new_isr))
@@ -129,7 +129,7 @@ class AlterPartitionRequest(Message):
                 if self.leader_recovery_state != 0:
                     raise UnsupportedVersionError(f"attempted to write a non-default LeaderRecoveryState at version {version} of AlterPartitionRequest.PartitionData")
                 w.buf += _S_i.pack(self.partition_epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -181,7 +181,7 @@ class AlterPartitionRequest(Message):
         topic_id: uuid.UUID = ZERO_UUID
         # The ID of the topic to alter ISRs for
         partitions: list[AlterPartitionRequest.PartitionData] = field(default_factory=list)
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 2 <= version <= 3:
@@ -189,13 +189,13 @@ class AlterPartitionRequest(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_compact_string(self.topic_name)
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -241,7 +241,7 @@ class AlterPartitionRequest(Message):
     broker_epoch: int = -1
     # The epoch of the requesting broker
     topics: list[AlterPartitionRequest.TopicData] = field(default_factory=list)
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 0 <= version <= 3:
@@ -249,7 +249,7 @@ class AlterPartitionRequest(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

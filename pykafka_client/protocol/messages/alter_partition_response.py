@@ -68,7 +68,7 @@ class AlterPartitionResponse(Message):
         # 1 if the partition is recovering from an unclean leader election; 0 otherwise.
         partition_epoch: int = 0
         # The current epoch for the partition for KRaft controllers. The current ZK version for the legacy controllers.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 1 <= version <= 3:
@@ -76,13 +76,13 @@ class AlterPartitionResponse(Message):
                 w.write_compact_array_length(len(self.isr))
                 w.write_fixed_array('i', self.isr)
                 w.buf += _S_bi.pack(self.leader_recovery_state, self.partition_epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.buf += _S_ihii.pack(self.partition_index, self.error_code, self.leader_id, self.leader_epoch)
                 w.write_compact_array_length(len(self.isr))
                 w.write_fixed_array('i', self.isr)
                 w.buf += _S_i.pack(self.partition_epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -128,7 +128,7 @@ class AlterPartitionResponse(Message):
         topic_id: uuid.UUID = ZERO_UUID
         # The ID of the topic
         partitions: list[AlterPartitionResponse.PartitionData] = field(default_factory=list)
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 2 <= version <= 3:
@@ -136,13 +136,13 @@ class AlterPartitionResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_compact_string(self.topic_name)
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -188,7 +188,7 @@ class AlterPartitionResponse(Message):
     error_code: int = 0
     # The top level response error code
     topics: list[AlterPartitionResponse.TopicData] = field(default_factory=list)
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 0 <= version <= 3:
@@ -196,7 +196,7 @@ class AlterPartitionResponse(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

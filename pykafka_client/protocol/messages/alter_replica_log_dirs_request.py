@@ -47,19 +47,19 @@ class AlterReplicaLogDirsRequest(Message):
         # The topic name.
         partitions: list[int] = field(default_factory=list)
         # The partition indexes.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
                 w.write_compact_string(self.name)
                 w.write_compact_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -96,7 +96,7 @@ class AlterReplicaLogDirsRequest(Message):
         # The absolute directory path.
         topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic] = field(default_factory=list)
         # The topics to add to the directory.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
@@ -104,13 +104,13 @@ class AlterReplicaLogDirsRequest(Message):
                 w.write_compact_array_length(len(self.topics))
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_string(self.path)
                 w.write_array_length(len(self.topics))
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterReplicaLogDirsRequest.AlterReplicaLogDir does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -144,19 +144,19 @@ class AlterReplicaLogDirsRequest(Message):
 
     dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir] = field(default_factory=list)
     # The alterations to make for each directory.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 2:
             w.write_compact_array_length(len(self.dirs))
             for _e_dirs in self.dirs:
                 _e_dirs.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.write_array_length(len(self.dirs))
             for _e_dirs in self.dirs:
                 _e_dirs.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterReplicaLogDirsRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -49,15 +49,15 @@ class AlterReplicaLogDirsResponse(Message):
         # The partition index.
         error_code: int = 0
         # The error code, or 0 if there was no error.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -92,7 +92,7 @@ class AlterReplicaLogDirsResponse(Message):
         # The name of the topic.
         partitions: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult] = field(default_factory=list)
         # The results for each partition.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
@@ -100,13 +100,13 @@ class AlterReplicaLogDirsResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_string(self.topic_name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -143,7 +143,7 @@ class AlterReplicaLogDirsResponse(Message):
     # Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult] = field(default_factory=list)
     # The results for each topic.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 2:
@@ -151,13 +151,13 @@ class AlterReplicaLogDirsResponse(Message):
             w.write_compact_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterReplicaLogDirsResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -48,12 +48,12 @@ class AlterShareGroupOffsetsRequest(Message):
         # The partition index.
         start_offset: int = 0
         # The share-partition start offset.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.buf += _S_iq.pack(self.partition_index, self.start_offset)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -84,7 +84,7 @@ class AlterShareGroupOffsetsRequest(Message):
         # The topic name.
         partitions: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition] = field(default_factory=list)
         # Each partition to alter offsets for.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -92,7 +92,7 @@ class AlterShareGroupOffsetsRequest(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -123,7 +123,7 @@ class AlterShareGroupOffsetsRequest(Message):
     # The group identifier.
     topics: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic] = field(default_factory=list)
     # The topics to alter offsets for.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -131,7 +131,7 @@ class AlterShareGroupOffsetsRequest(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

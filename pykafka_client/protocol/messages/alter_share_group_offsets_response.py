@@ -53,13 +53,13 @@ class AlterShareGroupOffsetsResponse(Message):
         # The error code, or 0 if there was no error.
         error_message: str | None = None
         # The error message, or null if there was no error.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
                 w.write_compact_nullable_string(self.error_message)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -94,7 +94,7 @@ class AlterShareGroupOffsetsResponse(Message):
         topic_id: uuid.UUID = ZERO_UUID
         # The unique topic ID.
         partitions: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition] = field(default_factory=list)
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -103,7 +103,7 @@ class AlterShareGroupOffsetsResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -142,7 +142,7 @@ class AlterShareGroupOffsetsResponse(Message):
     # The top-level error message, or null if there was no error.
     responses: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic] = field(default_factory=list)
     # The results for each topic.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -151,7 +151,7 @@ class AlterShareGroupOffsetsResponse(Message):
             w.write_compact_array_length(len(self.responses))
             for _e_responses in self.responses:
                 _e_responses.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

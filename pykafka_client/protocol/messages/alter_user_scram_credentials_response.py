@@ -52,14 +52,14 @@ class AlterUserScramCredentialsResponse(Message):
         # The error code.
         error_message: str | None = ''
         # The error message, if any.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.write_compact_string(self.user)
                 w.buf += _S_h.pack(self.error_code)
                 w.write_compact_nullable_string(self.error_message)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -91,7 +91,7 @@ class AlterUserScramCredentialsResponse(Message):
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult] = field(default_factory=list)
     # The results for deletions and alterations, one per affected user.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -99,7 +99,7 @@ class AlterUserScramCredentialsResponse(Message):
             w.write_compact_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

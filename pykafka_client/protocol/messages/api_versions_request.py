@@ -45,15 +45,15 @@ class ApiVersionsRequest(Message):
     # The name of the client.
     client_software_version: str = ''
     # The version of the client.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 3 <= version <= 4:
             w.write_compact_string(self.client_software_name)
             w.write_compact_string(self.client_software_version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 2:
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ApiVersionsRequest does not support them")
         else:
             raise self.unsupported_version(version)

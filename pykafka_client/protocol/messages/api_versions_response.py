@@ -56,15 +56,15 @@ class ApiVersionsResponse(Message):
         # The minimum supported version, inclusive.
         max_version: int = 0
         # The maximum supported version, inclusive.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 3 <= version <= 4:
                 w.buf += _S_hhh.pack(self.api_key, self.min_version, self.max_version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 2:
                 w.buf += _S_hhh.pack(self.api_key, self.min_version, self.max_version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ApiVersionsResponse.ApiVersion does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -103,13 +103,13 @@ class ApiVersionsResponse(Message):
         # The minimum supported version for the feature.
         max_version: int = 0
         # The maximum supported version for the feature.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 3 <= version <= 4:
                 w.write_compact_string(self.name)
                 w.buf += _S_hh.pack(self.min_version, self.max_version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -145,13 +145,13 @@ class ApiVersionsResponse(Message):
         # The cluster-wide finalized max version level for the feature.
         min_version_level: int = 0
         # The cluster-wide finalized min version level for the feature.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 3 <= version <= 4:
                 w.write_compact_string(self.name)
                 w.buf += _S_hh.pack(self.max_version_level, self.min_version_level)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -197,7 +197,7 @@ class ApiVersionsResponse(Message):
     # List of cluster-wide finalized features. The information is valid only if FinalizedFeaturesEpoch >= 0.
     zk_migration_ready: bool = False
     # Set by a KRaft controller if the required configurations for ZK migration are present
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         _tags: list[tuple[int, bytes]]
@@ -228,8 +228,8 @@ class ApiVersionsResponse(Message):
                 _tw = Writer()
                 _tw.buf += _S_o.pack(self.zk_migration_ready)
                 _tags.append((3, _tw.to_bytes()))
-            if self._unknown_tagged_fields:
-                _tags.extend(self._unknown_tagged_fields)
+            if self.unknown_tagged_fields:
+                _tags.extend(self.unknown_tagged_fields)
                 _tags.sort(key=_tag_key)
             w.write_tags(_tags)
         elif 1 <= version <= 2:
@@ -238,14 +238,14 @@ class ApiVersionsResponse(Message):
             for _e_api_keys in self.api_keys:
                 _e_api_keys.write(w, version)
             w.buf += _S_i.pack(self.throttle_time_ms)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ApiVersionsResponse does not support them")
         elif version == 0:
             w.buf += _S_h.pack(self.error_code)
             w.write_array_length(len(self.api_keys))
             for _e_api_keys in self.api_keys:
                 _e_api_keys.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ApiVersionsResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -48,12 +48,12 @@ class AssignReplicasToDirsRequest(Message):
 
         partition_index: int = 0
         # The partition index
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.buf += _S_i.pack(self.partition_index)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -82,7 +82,7 @@ class AssignReplicasToDirsRequest(Message):
         topic_id: uuid.UUID = ZERO_UUID
         # The ID of the assigned topic
         partitions: list[AssignReplicasToDirsRequest.PartitionData] = field(default_factory=list)
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -90,7 +90,7 @@ class AssignReplicasToDirsRequest(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -122,7 +122,7 @@ class AssignReplicasToDirsRequest(Message):
         id: uuid.UUID = ZERO_UUID
         # The ID of the directory
         topics: list[AssignReplicasToDirsRequest.TopicData] = field(default_factory=list)
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -130,7 +130,7 @@ class AssignReplicasToDirsRequest(Message):
                 w.write_compact_array_length(len(self.topics))
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -163,7 +163,7 @@ class AssignReplicasToDirsRequest(Message):
     broker_epoch: int = -1
     # The epoch of the requesting broker
     directories: list[AssignReplicasToDirsRequest.DirectoryData] = field(default_factory=list)
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -171,7 +171,7 @@ class AssignReplicasToDirsRequest(Message):
             w.write_compact_array_length(len(self.directories))
             for _e_directories in self.directories:
                 _e_directories.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -50,12 +50,12 @@ class AssignReplicasToDirsResponse(Message):
         # The partition index
         error_code: int = 0
         # The partition level error code
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -85,7 +85,7 @@ class AssignReplicasToDirsResponse(Message):
         topic_id: uuid.UUID = ZERO_UUID
         # The ID of the assigned topic
         partitions: list[AssignReplicasToDirsResponse.PartitionData] = field(default_factory=list)
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -93,7 +93,7 @@ class AssignReplicasToDirsResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -125,7 +125,7 @@ class AssignReplicasToDirsResponse(Message):
         id: uuid.UUID = ZERO_UUID
         # The ID of the directory
         topics: list[AssignReplicasToDirsResponse.TopicData] = field(default_factory=list)
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -133,7 +133,7 @@ class AssignReplicasToDirsResponse(Message):
                 w.write_compact_array_length(len(self.topics))
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -166,7 +166,7 @@ class AssignReplicasToDirsResponse(Message):
     error_code: int = 0
     # The top level response error code
     directories: list[AssignReplicasToDirsResponse.DirectoryData] = field(default_factory=list)
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -174,7 +174,7 @@ class AssignReplicasToDirsResponse(Message):
             w.write_compact_array_length(len(self.directories))
             for _e_directories in self.directories:
                 _e_directories.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

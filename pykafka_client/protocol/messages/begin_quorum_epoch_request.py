@@ -58,15 +58,15 @@ class BeginQuorumEpochRequest(Message):
         # The ID of the newly elected leader
         leader_epoch: int = 0
         # The epoch of the newly elected leader
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
                 w.buf += _S_i16sii.pack(self.partition_index, self.voter_directory_id.bytes, self.leader_id, self.leader_epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.buf += _S_iii.pack(self.partition_index, self.leader_id, self.leader_epoch)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of BeginQuorumEpochRequest.PartitionData does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -103,7 +103,7 @@ class BeginQuorumEpochRequest(Message):
         topic_name: str = ''
         # The topic name
         partitions: list[BeginQuorumEpochRequest.PartitionData] = field(default_factory=list)
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
@@ -111,13 +111,13 @@ class BeginQuorumEpochRequest(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.write_string(self.topic_name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of BeginQuorumEpochRequest.TopicData does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -159,14 +159,14 @@ class BeginQuorumEpochRequest(Message):
         # The node's hostname
         port: int = 0
         # The node's port
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
                 w.write_compact_string(self.name)
                 w.write_compact_string(self.host)
                 w.buf += _S_H.pack(self.port)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -202,7 +202,7 @@ class BeginQuorumEpochRequest(Message):
     topics: list[BeginQuorumEpochRequest.TopicData] = field(default_factory=list)
     leader_endpoints: list[BeginQuorumEpochRequest.LeaderEndpoint] = field(default_factory=list)
     # Endpoints for the leader
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 1:
@@ -214,13 +214,13 @@ class BeginQuorumEpochRequest(Message):
             w.write_compact_array_length(len(self.leader_endpoints))
             for _e_leader_endpoints in self.leader_endpoints:
                 _e_leader_endpoints.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 0:
             w.write_nullable_string(self.cluster_id)
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of BeginQuorumEpochRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -59,7 +59,7 @@ class BrokerHeartbeatRequest(Message):
     # True if the broker wants to be shut down, false otherwise.
     offline_log_dirs: list[uuid.UUID] = field(default_factory=list)
     # Log directories that failed and went offline.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         _tags: list[tuple[int, bytes]]
@@ -72,15 +72,15 @@ class BrokerHeartbeatRequest(Message):
                 for _e_offline_log_dirs in self.offline_log_dirs:
                     _tw.buf += _e_offline_log_dirs.bytes
                 _tags.append((0, _tw.to_bytes()))
-            if self._unknown_tagged_fields:
-                _tags.extend(self._unknown_tagged_fields)
+            if self.unknown_tagged_fields:
+                _tags.extend(self.unknown_tagged_fields)
                 _tags.sort(key=_tag_key)
             w.write_tags(_tags)
         elif version == 0:
             w.buf += _S_iqqoo.pack(self.broker_id, self.broker_epoch, self.current_metadata_offset, self.want_fence, self.want_shut_down)
             if self.offline_log_dirs != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default OfflineLogDirs at version {version} of BrokerHeartbeatRequest")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -55,12 +55,12 @@ class BrokerHeartbeatResponse(Message):
     # True if the broker is fenced.
     should_shut_down: bool = False
     # True if the broker should proceed with its shutdown.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 0 <= version <= 1:
             w.buf += _S_ihooo.pack(self.throttle_time_ms, self.error_code, self.is_caught_up, self.is_fenced, self.should_shut_down)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

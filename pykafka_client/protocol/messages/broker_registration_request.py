@@ -60,14 +60,14 @@ class BrokerRegistrationRequest(Message):
         # The port.
         security_protocol: int = 0
         # The security protocol.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 4:
                 w.write_compact_string(self.name)
                 w.write_compact_string(self.host)
                 w.buf += _S_Hh.pack(self.port, self.security_protocol)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -105,13 +105,13 @@ class BrokerRegistrationRequest(Message):
         # The minimum supported feature level.
         max_supported_version: int = 0
         # The maximum supported feature level.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 4:
                 w.write_compact_string(self.name)
                 w.buf += _S_hh.pack(self.min_supported_version, self.max_supported_version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -163,7 +163,7 @@ class BrokerRegistrationRequest(Message):
     # Log directories configured in this broker which are available.
     previous_broker_epoch: int = -1
     # The epoch before a clean shutdown.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 3 <= version <= 4:
@@ -182,7 +182,7 @@ class BrokerRegistrationRequest(Message):
             for _e_log_dirs in self.log_dirs:
                 w.buf += _e_log_dirs.bytes
             w.buf += _S_q.pack(self.previous_broker_epoch)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 2:
             w.buf += _S_i.pack(self.broker_id)
             w.write_compact_string(self.cluster_id)
@@ -198,7 +198,7 @@ class BrokerRegistrationRequest(Message):
             w.write_compact_array_length(len(self.log_dirs))
             for _e_log_dirs in self.log_dirs:
                 w.buf += _e_log_dirs.bytes
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 1:
             w.buf += _S_i.pack(self.broker_id)
             w.write_compact_string(self.cluster_id)
@@ -211,7 +211,7 @@ class BrokerRegistrationRequest(Message):
                 _e_features.write(w, version)
             w.write_compact_nullable_string(self.rack)
             w.buf += _S_o.pack(self.is_migrating_zk_broker)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 0:
             w.buf += _S_i.pack(self.broker_id)
             w.write_compact_string(self.cluster_id)
@@ -225,7 +225,7 @@ class BrokerRegistrationRequest(Message):
             w.write_compact_nullable_string(self.rack)
             if self.is_migrating_zk_broker != False:
                 raise UnsupportedVersionError(f"attempted to write a non-default IsMigratingZkBroker at version {version} of BrokerRegistrationRequest")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -49,12 +49,12 @@ class BrokerRegistrationResponse(Message):
     # The error code, or 0 if there was no error.
     broker_epoch: int = -1
     # The broker's assigned epoch, or -1 if none was assigned.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 0 <= version <= 4:
             w.buf += _S_ihq.pack(self.throttle_time_ms, self.error_code, self.broker_epoch)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

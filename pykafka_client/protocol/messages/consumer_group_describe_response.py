@@ -55,7 +55,7 @@ class ConsumerGroupDescribeResponse(Message):
         # The topic name.
         partitions: list[int] = field(default_factory=list)
         # The partitions.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -63,7 +63,7 @@ class ConsumerGroupDescribeResponse(Message):
                 w.write_compact_string(self.topic_name)
                 w.write_compact_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -94,14 +94,14 @@ class ConsumerGroupDescribeResponse(Message):
 
         topic_partitions: list[ConsumerGroupDescribeResponse.TopicPartitions] = field(default_factory=list)
         # The assigned topic-partitions to the member.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.write_compact_array_length(len(self.topic_partitions))
                 for _e_topic_partitions in self.topic_partitions:
                     _e_topic_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -156,7 +156,7 @@ class ConsumerGroupDescribeResponse(Message):
         # The current assignment.
         target_assignment: ConsumerGroupDescribeResponse.Assignment = field(default_factory=lambda: ConsumerGroupDescribeResponse.Assignment())
         # The target assignment.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -172,7 +172,7 @@ class ConsumerGroupDescribeResponse(Message):
                 w.write_compact_nullable_string(self.subscribed_topic_regex)
                 self.assignment.write(w, version)
                 self.target_assignment.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -242,7 +242,7 @@ class ConsumerGroupDescribeResponse(Message):
         # The members.
         authorized_operations: int = -2147483648
         # 32-bit bitfield to represent authorized operations for this group.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -256,7 +256,7 @@ class ConsumerGroupDescribeResponse(Message):
                 for _e_members in self.members:
                     _e_members.write(w, version)
                 w.buf += _S_i.pack(self.authorized_operations)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -300,7 +300,7 @@ class ConsumerGroupDescribeResponse(Message):
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     groups: list[ConsumerGroupDescribeResponse.DescribedGroup] = field(default_factory=list)
     # Each described group.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -308,7 +308,7 @@ class ConsumerGroupDescribeResponse(Message):
             w.write_compact_array_length(len(self.groups))
             for _e_groups in self.groups:
                 _e_groups.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -50,14 +50,14 @@ class ConsumerGroupHeartbeatRequest(Message):
         # The topic ID.
         partitions: list[int] = field(default_factory=list)
         # The partitions.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
                 w.buf += _S_16s.pack(self.topic_id.bytes)
                 w.write_compact_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -111,7 +111,7 @@ class ConsumerGroupHeartbeatRequest(Message):
     # null if not used or if it didn't change since the last heartbeat; the server side assignor to use otherwise.
     topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None = None
     # null if it didn't change since the last heartbeat; the partitions owned by the member.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 1:
@@ -135,7 +135,7 @@ class ConsumerGroupHeartbeatRequest(Message):
                 w.write_compact_array_length(len(self.topic_partitions))
                 for _e_topic_partitions in self.topic_partitions:
                     _e_topic_partitions.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 0:
             w.write_compact_string(self.group_id)
             w.write_compact_string(self.member_id)
@@ -158,7 +158,7 @@ class ConsumerGroupHeartbeatRequest(Message):
                 w.write_compact_array_length(len(self.topic_partitions))
                 for _e_topic_partitions in self.topic_partitions:
                     _e_topic_partitions.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -51,14 +51,14 @@ class ConsumerGroupHeartbeatResponse(Message):
         # The topic ID.
         partitions: list[int] = field(default_factory=list)
         # The partitions.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
                 w.buf += _S_16s.pack(self.topic_id.bytes)
                 w.write_compact_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -87,14 +87,14 @@ class ConsumerGroupHeartbeatResponse(Message):
 
         topic_partitions: list[ConsumerGroupHeartbeatResponse.TopicPartitions] = field(default_factory=list)
         # The partitions assigned to the member that can be used immediately.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
                 w.write_compact_array_length(len(self.topic_partitions))
                 for _e_topic_partitions in self.topic_partitions:
                     _e_topic_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -138,7 +138,7 @@ class ConsumerGroupHeartbeatResponse(Message):
     # The heartbeat interval in milliseconds.
     assignment: ConsumerGroupHeartbeatResponse.Assignment | None = None
     # null if not provided; the assignment otherwise.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 0 <= version <= 1:
@@ -151,7 +151,7 @@ class ConsumerGroupHeartbeatResponse(Message):
             else:
                 w.buf += b"\x01"
                 self.assignment.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

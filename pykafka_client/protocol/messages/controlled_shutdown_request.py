@@ -47,19 +47,19 @@ class ControlledShutdownRequest(Message):
     # The id of the broker for which controlled shutdown has been requested.
     broker_epoch: int = -1
     # The broker epoch.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 3:
             w.buf += _S_iq.pack(self.broker_id, self.broker_epoch)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 2:
             w.buf += _S_iq.pack(self.broker_id, self.broker_epoch)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ControlledShutdownRequest does not support them")
         elif 0 <= version <= 1:
             w.buf += _S_i.pack(self.broker_id)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ControlledShutdownRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -49,17 +49,17 @@ class ControlledShutdownResponse(Message):
         # The name of the topic.
         partition_index: int = 0
         # The index of the partition.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 3:
                 w.write_compact_string(self.topic_name)
                 w.buf += _S_i.pack(self.partition_index)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 2:
                 w.write_string(self.topic_name)
                 w.buf += _S_i.pack(self.partition_index)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ControlledShutdownResponse.RemainingPartition does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -94,7 +94,7 @@ class ControlledShutdownResponse(Message):
     # The top-level error code.
     remaining_partitions: list[ControlledShutdownResponse.RemainingPartition] = field(default_factory=list)
     # The partitions that the broker still leads.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 3:
@@ -102,13 +102,13 @@ class ControlledShutdownResponse(Message):
             w.write_compact_array_length(len(self.remaining_partitions))
             for _e_remaining_partitions in self.remaining_partitions:
                 _e_remaining_partitions.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 2:
             w.buf += _S_h.pack(self.error_code)
             w.write_array_length(len(self.remaining_partitions))
             for _e_remaining_partitions in self.remaining_partitions:
                 _e_remaining_partitions.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ControlledShutdownResponse does not support them")
         else:
             raise self.unsupported_version(version)

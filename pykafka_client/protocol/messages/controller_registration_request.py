@@ -57,14 +57,14 @@ class ControllerRegistrationRequest(Message):
         # The port.
         security_protocol: int = 0
         # The security protocol.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.write_compact_string(self.name)
                 w.write_compact_string(self.host)
                 w.buf += _S_Hh.pack(self.port, self.security_protocol)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -102,13 +102,13 @@ class ControllerRegistrationRequest(Message):
         # The minimum supported feature level.
         max_supported_version: int = 0
         # The maximum supported feature level.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.write_compact_string(self.name)
                 w.buf += _S_hh.pack(self.min_supported_version, self.max_supported_version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -148,7 +148,7 @@ class ControllerRegistrationRequest(Message):
     # The listeners of this controller
     features: list[ControllerRegistrationRequest.Feature] = field(default_factory=list)
     # The features on this controller
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -159,7 +159,7 @@ class ControllerRegistrationRequest(Message):
             w.write_compact_array_length(len(self.features))
             for _e_features in self.features:
                 _e_features.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -64,7 +64,7 @@ class CreateAclsRequest(Message):
         # The operation type for the ACL (read, write, etc.).
         permission_type: int = 0
         # The permission type for the ACL (allow, deny, etc.).
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 2 <= version <= 3:
@@ -74,7 +74,7 @@ class CreateAclsRequest(Message):
                 w.write_compact_string(self.principal)
                 w.write_compact_string(self.host)
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 1:
                 w.buf += _S_b.pack(self.resource_type)
                 w.write_string(self.resource_name)
@@ -82,7 +82,7 @@ class CreateAclsRequest(Message):
                 w.write_string(self.principal)
                 w.write_string(self.host)
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateAclsRequest.AclCreation does not support them")
             elif version == 0:
                 w.buf += _S_b.pack(self.resource_type)
@@ -92,7 +92,7 @@ class CreateAclsRequest(Message):
                 w.write_string(self.principal)
                 w.write_string(self.host)
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateAclsRequest.AclCreation does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -144,19 +144,19 @@ class CreateAclsRequest(Message):
 
     creations: list[CreateAclsRequest.AclCreation] = field(default_factory=list)
     # The ACLs that we want to create.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 2 <= version <= 3:
             w.write_compact_array_length(len(self.creations))
             for _e_creations in self.creations:
                 _e_creations.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.write_array_length(len(self.creations))
             for _e_creations in self.creations:
                 _e_creations.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateAclsRequest does not support them")
         else:
             raise self.unsupported_version(version)

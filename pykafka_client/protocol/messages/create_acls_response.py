@@ -49,17 +49,17 @@ class CreateAclsResponse(Message):
         # The result error, or zero if there was no error.
         error_message: str | None = ''
         # The result message, or null if there was no error.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 2 <= version <= 3:
                 w.buf += _S_h.pack(self.error_code)
                 w.write_compact_nullable_string(self.error_message)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.buf += _S_h.pack(self.error_code)
                 w.write_nullable_string(self.error_message)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateAclsResponse.AclCreationResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -94,7 +94,7 @@ class CreateAclsResponse(Message):
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     results: list[CreateAclsResponse.AclCreationResult] = field(default_factory=list)
     # The results for each ACL creation.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 2 <= version <= 3:
@@ -102,13 +102,13 @@ class CreateAclsResponse(Message):
             w.write_compact_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateAclsResponse does not support them")
         else:
             raise self.unsupported_version(version)

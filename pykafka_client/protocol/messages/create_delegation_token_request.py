@@ -48,17 +48,17 @@ class CreateDelegationTokenRequest(Message):
         # The type of the Kafka principal.
         principal_name: str = ''
         # The name of the Kafka principal.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 2 <= version <= 3:
                 w.write_compact_string(self.principal_type)
                 w.write_compact_string(self.principal_name)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_string(self.principal_type)
                 w.write_string(self.principal_name)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateDelegationTokenRequest.CreatableRenewers does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -99,7 +99,7 @@ class CreateDelegationTokenRequest(Message):
     # A list of those who are allowed to renew this token before it expires.
     max_lifetime_ms: int = 0
     # The maximum lifetime of the token in milliseconds, or -1 to use the server side default.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 3:
@@ -109,7 +109,7 @@ class CreateDelegationTokenRequest(Message):
             for _e_renewers in self.renewers:
                 _e_renewers.write(w, version)
             w.buf += _S_q.pack(self.max_lifetime_ms)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 2:
             if self.owner_principal_type != '':
                 raise UnsupportedVersionError(f"attempted to write a non-default OwnerPrincipalType at version {version} of CreateDelegationTokenRequest")
@@ -119,7 +119,7 @@ class CreateDelegationTokenRequest(Message):
             for _e_renewers in self.renewers:
                 _e_renewers.write(w, version)
             w.buf += _S_q.pack(self.max_lifetime_ms)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             if self.owner_principal_type != '':
                 raise UnsupportedVersionError(f"attempted to write a non-default OwnerPrincipalType at version {version} of CreateDelegationTokenRequest")
@@ -129,7 +129,7 @@ class CreateDelegationTokenRequest(Message):
             for _e_renewers in self.renewers:
                 _e_renewers.write(w, version)
             w.buf += _S_q.pack(self.max_lifetime_ms)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateDelegationTokenRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -75,7 +75,7 @@ class CreateDelegationTokenResponse(Message):
     # HMAC of the delegation token.
     throttle_time_ms: int = 0
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 3:
@@ -88,7 +88,7 @@ class CreateDelegationTokenResponse(Message):
             w.write_compact_string(self.token_id)
             w.write_compact_bytes(self.hmac)
             w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 2:
             w.buf += _S_h.pack(self.error_code)
             w.write_compact_string(self.principal_type)
@@ -101,7 +101,7 @@ class CreateDelegationTokenResponse(Message):
             w.write_compact_string(self.token_id)
             w.write_compact_bytes(self.hmac)
             w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.buf += _S_h.pack(self.error_code)
             w.write_string(self.principal_type)
@@ -114,7 +114,7 @@ class CreateDelegationTokenResponse(Message):
             w.write_string(self.token_id)
             w.write_bytes(self.hmac)
             w.buf += _S_i.pack(self.throttle_time_ms)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateDelegationTokenResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -46,17 +46,17 @@ class CreatePartitionsRequest(Message):
 
         broker_ids: list[int] = field(default_factory=list)
         # The assigned broker IDs.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 2 <= version <= 3:
                 w.write_compact_array_length(len(self.broker_ids))
                 w.write_fixed_array('i', self.broker_ids)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_array_length(len(self.broker_ids))
                 w.write_fixed_array('i', self.broker_ids)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreatePartitionsRequest.CreatePartitionsAssignment does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -93,7 +93,7 @@ class CreatePartitionsRequest(Message):
         # The new partition count.
         assignments: list[CreatePartitionsRequest.CreatePartitionsAssignment] | None = field(default_factory=list)
         # The new partition assignments.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 2 <= version <= 3:
@@ -105,7 +105,7 @@ class CreatePartitionsRequest(Message):
                     w.write_compact_array_length(len(self.assignments))
                     for _e_assignments in self.assignments:
                         _e_assignments.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_string(self.name)
                 w.buf += _S_i.pack(self.count)
@@ -115,7 +115,7 @@ class CreatePartitionsRequest(Message):
                     w.write_array_length(len(self.assignments))
                     for _e_assignments in self.assignments:
                         _e_assignments.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreatePartitionsRequest.CreatePartitionsTopic does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -158,7 +158,7 @@ class CreatePartitionsRequest(Message):
     # The time in ms to wait for the partitions to be created.
     validate_only: bool = False
     # If true, then validate the request, but don't actually increase the number of partitions.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 2 <= version <= 3:
@@ -166,13 +166,13 @@ class CreatePartitionsRequest(Message):
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
             w.buf += _S_io.pack(self.timeout_ms, self.validate_only)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
             w.buf += _S_io.pack(self.timeout_ms, self.validate_only)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreatePartitionsRequest does not support them")
         else:
             raise self.unsupported_version(version)

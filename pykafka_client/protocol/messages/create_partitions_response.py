@@ -52,19 +52,19 @@ class CreatePartitionsResponse(Message):
         # The result error, or zero if there was no error.
         error_message: str | None = None
         # The result message, or null if there was no error.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 2 <= version <= 3:
                 w.write_compact_string(self.name)
                 w.buf += _S_h.pack(self.error_code)
                 w.write_compact_nullable_string(self.error_message)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_string(self.name)
                 w.buf += _S_h.pack(self.error_code)
                 w.write_nullable_string(self.error_message)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreatePartitionsResponse.CreatePartitionsTopicResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -102,7 +102,7 @@ class CreatePartitionsResponse(Message):
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     results: list[CreatePartitionsResponse.CreatePartitionsTopicResult] = field(default_factory=list)
     # The partition creation results for each topic.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 2 <= version <= 3:
@@ -110,13 +110,13 @@ class CreatePartitionsResponse(Message):
             w.write_compact_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreatePartitionsResponse does not support them")
         else:
             raise self.unsupported_version(version)

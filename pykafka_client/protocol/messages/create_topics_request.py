@@ -50,19 +50,19 @@ class CreateTopicsRequest(Message):
         # The partition index.
         broker_ids: list[int] = field(default_factory=list)
         # The brokers to place the partition on.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 5 <= version <= 7:
                 w.buf += _S_i.pack(self.partition_index)
                 w.write_compact_array_length(len(self.broker_ids))
                 w.write_fixed_array('i', self.broker_ids)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 4:
                 w.buf += _S_i.pack(self.partition_index)
                 w.write_array_length(len(self.broker_ids))
                 w.write_fixed_array('i', self.broker_ids)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsRequest.CreatableReplicaAssignment does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -99,17 +99,17 @@ class CreateTopicsRequest(Message):
         # The configuration name.
         value: str | None = ''
         # The configuration value.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 5 <= version <= 7:
                 w.write_compact_string(self.name)
                 w.write_compact_nullable_string(self.value)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 4:
                 w.write_string(self.name)
                 w.write_nullable_string(self.value)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsRequest.CreatableTopicConfig does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -155,7 +155,7 @@ class CreateTopicsRequest(Message):
         # The manual partition assignment, or the empty array if we are using automatic assignment.
         configs: list[CreateTopicsRequest.CreatableTopicConfig] = field(default_factory=list)
         # The custom topic configurations to set.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 5 <= version <= 7:
@@ -167,7 +167,7 @@ class CreateTopicsRequest(Message):
                 w.write_compact_array_length(len(self.configs))
                 for _e_configs in self.configs:
                     _e_configs.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 4:
                 w.write_string(self.name)
                 w.buf += _S_ih.pack(self.num_partitions, self.replication_factor)
@@ -177,7 +177,7 @@ class CreateTopicsRequest(Message):
                 w.write_array_length(len(self.configs))
                 for _e_configs in self.configs:
                     _e_configs.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsRequest.CreatableTopic does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -226,7 +226,7 @@ class CreateTopicsRequest(Message):
     # How long to wait in milliseconds before timing out the request.
     validate_only: bool = False
     # If true, check that the topics can be created as specified, but don't create anything.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 5 <= version <= 7:
@@ -234,13 +234,13 @@ class CreateTopicsRequest(Message):
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
             w.buf += _S_io.pack(self.timeout_ms, self.validate_only)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 1 <= version <= 4:
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
             w.buf += _S_io.pack(self.timeout_ms, self.validate_only)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsRequest does not support them")
         elif version == 0:
             w.write_array_length(len(self.topics))
@@ -249,7 +249,7 @@ class CreateTopicsRequest(Message):
             w.buf += _S_i.pack(self.timeout_ms)
             if self.validate_only != False:
                 raise UnsupportedVersionError(f"attempted to write a non-default validateOnly at version {version} of CreateTopicsRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -62,14 +62,14 @@ class CreateTopicsResponse(Message):
         # The configuration source.
         is_sensitive: bool = False
         # True if this configuration is sensitive.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 5 <= version <= 7:
                 w.write_compact_string(self.name)
                 w.write_compact_nullable_string(self.value)
                 w.buf += _S_obo.pack(self.read_only, self.config_source, self.is_sensitive)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -123,7 +123,7 @@ class CreateTopicsResponse(Message):
         # Replication factor of the topic.
         configs: list[CreateTopicsResponse.CreatableTopicConfigs] | None = field(default_factory=list)
         # Configuration of the topic.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             _tags: list[tuple[int, bytes]]
@@ -143,8 +143,8 @@ class CreateTopicsResponse(Message):
                     _tw = Writer()
                     _tw.buf += _S_h.pack(self.topic_config_error_code)
                     _tags.append((0, _tw.to_bytes()))
-                if self._unknown_tagged_fields:
-                    _tags.extend(self._unknown_tagged_fields)
+                if self.unknown_tagged_fields:
+                    _tags.extend(self.unknown_tagged_fields)
                     _tags.sort(key=_tag_key)
                 w.write_tags(_tags)
             elif 5 <= version <= 6:
@@ -163,20 +163,20 @@ class CreateTopicsResponse(Message):
                     _tw = Writer()
                     _tw.buf += _S_h.pack(self.topic_config_error_code)
                     _tags.append((0, _tw.to_bytes()))
-                if self._unknown_tagged_fields:
-                    _tags.extend(self._unknown_tagged_fields)
+                if self.unknown_tagged_fields:
+                    _tags.extend(self.unknown_tagged_fields)
                     _tags.sort(key=_tag_key)
                 w.write_tags(_tags)
             elif 1 <= version <= 4:
                 w.write_string(self.name)
                 w.buf += _S_h.pack(self.error_code)
                 w.write_nullable_string(self.error_message)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsResponse.CreatableTopicResult does not support them")
             elif version == 0:
                 w.write_string(self.name)
                 w.buf += _S_h.pack(self.error_code)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsResponse.CreatableTopicResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -258,7 +258,7 @@ class CreateTopicsResponse(Message):
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     topics: list[CreateTopicsResponse.CreatableTopicResult] = field(default_factory=list)
     # Results for each topic we tried to create.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 5 <= version <= 7:
@@ -266,19 +266,19 @@ class CreateTopicsResponse(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 2 <= version <= 4:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsResponse does not support them")
         elif 0 <= version <= 1:
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsResponse does not support them")
         else:
             raise self.unsupported_version(version)

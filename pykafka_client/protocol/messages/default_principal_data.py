@@ -49,14 +49,14 @@ class DefaultPrincipalData(Message):
     # The principal name
     token_authenticated: bool = False
     # Whether the principal was authenticated by a delegation token on the forwarding broker.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
             w.write_compact_string(self.type)
             w.write_compact_string(self.name)
             w.buf += _S_o.pack(self.token_authenticated)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

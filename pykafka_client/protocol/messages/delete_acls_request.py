@@ -64,7 +64,7 @@ class DeleteAclsRequest(Message):
         # The ACL operation.
         permission_type: int = 0
         # The permission type.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 2 <= version <= 3:
@@ -74,7 +74,7 @@ class DeleteAclsRequest(Message):
                 w.write_compact_nullable_string(self.principal_filter)
                 w.write_compact_nullable_string(self.host_filter)
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 1:
                 w.buf += _S_b.pack(self.resource_type_filter)
                 w.write_nullable_string(self.resource_name_filter)
@@ -82,7 +82,7 @@ class DeleteAclsRequest(Message):
                 w.write_nullable_string(self.principal_filter)
                 w.write_nullable_string(self.host_filter)
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteAclsRequest.DeleteAclsFilter does not support them")
             elif version == 0:
                 w.buf += _S_b.pack(self.resource_type_filter)
@@ -92,7 +92,7 @@ class DeleteAclsRequest(Message):
                 w.write_nullable_string(self.principal_filter)
                 w.write_nullable_string(self.host_filter)
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteAclsRequest.DeleteAclsFilter does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -144,19 +144,19 @@ class DeleteAclsRequest(Message):
 
     filters: list[DeleteAclsRequest.DeleteAclsFilter] = field(default_factory=list)
     # The filters to use when deleting ACLs.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 2 <= version <= 3:
             w.write_compact_array_length(len(self.filters))
             for _e_filters in self.filters:
                 _e_filters.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.write_array_length(len(self.filters))
             for _e_filters in self.filters:
                 _e_filters.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteAclsRequest does not support them")
         else:
             raise self.unsupported_version(version)

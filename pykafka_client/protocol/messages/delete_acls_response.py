@@ -72,7 +72,7 @@ class DeleteAclsResponse(Message):
         # The ACL operation.
         permission_type: int = 0
         # The ACL permission type.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 2 <= version <= 3:
@@ -84,7 +84,7 @@ class DeleteAclsResponse(Message):
                 w.write_compact_string(self.principal)
                 w.write_compact_string(self.host)
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 1:
                 w.buf += _S_h.pack(self.error_code)
                 w.write_nullable_string(self.error_message)
@@ -94,7 +94,7 @@ class DeleteAclsResponse(Message):
                 w.write_string(self.principal)
                 w.write_string(self.host)
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteAclsResponse.DeleteAclsMatchingAcl does not support them")
             elif version == 0:
                 w.buf += _S_h.pack(self.error_code)
@@ -106,7 +106,7 @@ class DeleteAclsResponse(Message):
                 w.write_string(self.principal)
                 w.write_string(self.host)
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteAclsResponse.DeleteAclsMatchingAcl does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -174,7 +174,7 @@ class DeleteAclsResponse(Message):
         # The error message, or null if the filter succeeded.
         matching_acls: list[DeleteAclsResponse.DeleteAclsMatchingAcl] = field(default_factory=list)
         # The ACLs which matched this filter.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 2 <= version <= 3:
@@ -183,14 +183,14 @@ class DeleteAclsResponse(Message):
                 w.write_compact_array_length(len(self.matching_acls))
                 for _e_matching_acls in self.matching_acls:
                     _e_matching_acls.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.buf += _S_h.pack(self.error_code)
                 w.write_nullable_string(self.error_message)
                 w.write_array_length(len(self.matching_acls))
                 for _e_matching_acls in self.matching_acls:
                     _e_matching_acls.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteAclsResponse.DeleteAclsFilterResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -236,7 +236,7 @@ class DeleteAclsResponse(Message):
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult] = field(default_factory=list)
     # The results for each filter.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 2 <= version <= 3:
@@ -244,13 +244,13 @@ class DeleteAclsResponse(Message):
             w.write_compact_array_length(len(self.filter_results))
             for _e_filter_results in self.filter_results:
                 _e_filter_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.filter_results))
             for _e_filter_results in self.filter_results:
                 _e_filter_results.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteAclsResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -42,19 +42,19 @@ class DeleteGroupsRequest(Message):
 
     groups_names: list[str] = field(default_factory=list)
     # The group names to delete.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 2:
             w.write_compact_array_length(len(self.groups_names))
             for _e_groups_names in self.groups_names:
                 w.write_compact_string(_e_groups_names)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.write_array_length(len(self.groups_names))
             for _e_groups_names in self.groups_names:
                 w.write_string(_e_groups_names)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteGroupsRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -49,17 +49,17 @@ class DeleteGroupsResponse(Message):
         # The group id
         error_code: int = 0
         # The deletion error, or 0 if the deletion succeeded.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
                 w.write_compact_string(self.group_id)
                 w.buf += _S_h.pack(self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_string(self.group_id)
                 w.buf += _S_h.pack(self.error_code)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteGroupsResponse.DeletableGroupResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -94,7 +94,7 @@ class DeleteGroupsResponse(Message):
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     results: list[DeleteGroupsResponse.DeletableGroupResult] = field(default_factory=list)
     # The deletion results
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 2:
@@ -102,13 +102,13 @@ class DeleteGroupsResponse(Message):
             w.write_compact_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteGroupsResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -49,15 +49,15 @@ class DeleteRecordsRequest(Message):
         # The partition index.
         offset: int = 0
         # The deletion offset.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
                 w.buf += _S_iq.pack(self.partition_index, self.offset)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.buf += _S_iq.pack(self.partition_index, self.offset)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteRecordsRequest.DeleteRecordsPartition does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -92,7 +92,7 @@ class DeleteRecordsRequest(Message):
         # The topic name.
         partitions: list[DeleteRecordsRequest.DeleteRecordsPartition] = field(default_factory=list)
         # Each partition that we want to delete records from.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
@@ -100,13 +100,13 @@ class DeleteRecordsRequest(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteRecordsRequest.DeleteRecordsTopic does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -143,7 +143,7 @@ class DeleteRecordsRequest(Message):
     # Each topic that we want to delete records from.
     timeout_ms: int = 0
     # How long to wait for the deletion to complete, in milliseconds.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 2:
@@ -151,13 +151,13 @@ class DeleteRecordsRequest(Message):
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
             w.buf += _S_i.pack(self.timeout_ms)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
             w.buf += _S_i.pack(self.timeout_ms)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteRecordsRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -52,15 +52,15 @@ class DeleteRecordsResponse(Message):
         # The partition low water mark.
         error_code: int = 0
         # The deletion error code, or 0 if the deletion succeeded.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
                 w.buf += _S_iqh.pack(self.partition_index, self.low_watermark, self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.buf += _S_iqh.pack(self.partition_index, self.low_watermark, self.error_code)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteRecordsResponse.DeleteRecordsPartitionResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -96,7 +96,7 @@ class DeleteRecordsResponse(Message):
         # The topic name.
         partitions: list[DeleteRecordsResponse.DeleteRecordsPartitionResult] = field(default_factory=list)
         # Each partition that we wanted to delete records from.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
@@ -104,13 +104,13 @@ class DeleteRecordsResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteRecordsResponse.DeleteRecordsTopicResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -147,7 +147,7 @@ class DeleteRecordsResponse(Message):
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     topics: list[DeleteRecordsResponse.DeleteRecordsTopicResult] = field(default_factory=list)
     # Each topic that we wanted to delete records from.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 2:
@@ -155,13 +155,13 @@ class DeleteRecordsResponse(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteRecordsResponse does not support them")
         else:
             raise self.unsupported_version(version)

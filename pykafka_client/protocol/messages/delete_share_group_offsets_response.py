@@ -56,14 +56,14 @@ class DeleteShareGroupOffsetsResponse(Message):
         # The topic-level error code, or 0 if there was no error.
         error_message: str | None = None
         # The topic-level error message, or null if there was no error.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.write_compact_string(self.topic_name)
                 w.buf += _S_16sh.pack(self.topic_id.bytes, self.error_code)
                 w.write_compact_nullable_string(self.error_message)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -103,7 +103,7 @@ class DeleteShareGroupOffsetsResponse(Message):
     # The top-level error message, or null if there was no error.
     responses: list[DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic] = field(default_factory=list)
     # The results for each topic.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -112,7 +112,7 @@ class DeleteShareGroupOffsetsResponse(Message):
             w.write_compact_array_length(len(self.responses))
             for _e_responses in self.responses:
                 _e_responses.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -47,12 +47,12 @@ class DeleteShareGroupStateRequest(Message):
 
         partition: int = 0
         # The partition index.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.buf += _S_i.pack(self.partition)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -82,7 +82,7 @@ class DeleteShareGroupStateRequest(Message):
         # The topic identifier.
         partitions: list[DeleteShareGroupStateRequest.PartitionData] = field(default_factory=list)
         # The data for the partitions.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -90,7 +90,7 @@ class DeleteShareGroupStateRequest(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -121,7 +121,7 @@ class DeleteShareGroupStateRequest(Message):
     # The group identifier.
     topics: list[DeleteShareGroupStateRequest.DeleteStateData] = field(default_factory=list)
     # The data for the topics.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -129,7 +129,7 @@ class DeleteShareGroupStateRequest(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

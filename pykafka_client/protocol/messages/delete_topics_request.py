@@ -50,13 +50,13 @@ class DeleteTopicsRequest(Message):
         # The topic name
         topic_id: uuid.UUID = ZERO_UUID
         # The unique topic ID
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 6:
                 w.write_compact_nullable_string(self.name)
                 w.buf += _S_16s.pack(self.topic_id.bytes)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -89,7 +89,7 @@ class DeleteTopicsRequest(Message):
     # The names of the topics to delete
     timeout_ms: int = 0
     # The length of time in milliseconds to wait for the deletions to complete.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 6:
@@ -97,7 +97,7 @@ class DeleteTopicsRequest(Message):
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
             w.buf += _S_i.pack(self.timeout_ms)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 4 <= version <= 5:
             if self.topics != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Topics at version {version} of DeleteTopicsRequest")
@@ -105,7 +105,7 @@ class DeleteTopicsRequest(Message):
             for _e_topic_names in self.topic_names:
                 w.write_compact_string(_e_topic_names)
             w.buf += _S_i.pack(self.timeout_ms)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 3:
             if self.topics != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Topics at version {version} of DeleteTopicsRequest")
@@ -113,7 +113,7 @@ class DeleteTopicsRequest(Message):
             for _e_topic_names in self.topic_names:
                 w.write_string(_e_topic_names)
             w.buf += _S_i.pack(self.timeout_ms)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteTopicsRequest does not support them")
         else:
             raise self.unsupported_version(version)

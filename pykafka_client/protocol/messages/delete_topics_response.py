@@ -57,33 +57,33 @@ class DeleteTopicsResponse(Message):
         # The deletion error, or 0 if the deletion succeeded.
         error_message: str | None = None
         # The error message, or null if there was no error.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 6:
                 w.write_compact_nullable_string(self.name)
                 w.buf += _S_16sh.pack(self.topic_id.bytes, self.error_code)
                 w.write_compact_nullable_string(self.error_message)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 5:
                 if self.name is None:
                     raise IllegalArgumentError(f"null value for non-nullable field DeleteTopicsResponse.DeletableTopicResult.Name at version {version}")
                 w.write_compact_string(self.name)
                 w.buf += _S_h.pack(self.error_code)
                 w.write_compact_nullable_string(self.error_message)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 4:
                 if self.name is None:
                     raise IllegalArgumentError(f"null value for non-nullable field DeleteTopicsResponse.DeletableTopicResult.Name at version {version}")
                 w.write_compact_string(self.name)
                 w.buf += _S_h.pack(self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 3:
                 if self.name is None:
                     raise IllegalArgumentError(f"null value for non-nullable field DeleteTopicsResponse.DeletableTopicResult.Name at version {version}")
                 w.write_string(self.name)
                 w.buf += _S_h.pack(self.error_code)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteTopicsResponse.DeletableTopicResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -133,7 +133,7 @@ class DeleteTopicsResponse(Message):
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     responses: list[DeleteTopicsResponse.DeletableTopicResult] = field(default_factory=list)
     # The results for each topic we tried to delete.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 4 <= version <= 6:
@@ -141,19 +141,19 @@ class DeleteTopicsResponse(Message):
             w.write_compact_array_length(len(self.responses))
             for _e_responses in self.responses:
                 _e_responses.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 1 <= version <= 3:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.responses))
             for _e_responses in self.responses:
                 _e_responses.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteTopicsResponse does not support them")
         elif version == 0:
             w.write_array_length(len(self.responses))
             for _e_responses in self.responses:
                 _e_responses.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteTopicsResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -62,7 +62,7 @@ class DescribeAclsRequest(Message):
     # The operation to match.
     permission_type: int = 0
     # The permission type to match.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 2 <= version <= 3:
@@ -72,7 +72,7 @@ class DescribeAclsRequest(Message):
             w.write_compact_nullable_string(self.principal_filter)
             w.write_compact_nullable_string(self.host_filter)
             w.buf += _S_bb.pack(self.operation, self.permission_type)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 1:
             w.buf += _S_b.pack(self.resource_type_filter)
             w.write_nullable_string(self.resource_name_filter)
@@ -80,7 +80,7 @@ class DescribeAclsRequest(Message):
             w.write_nullable_string(self.principal_filter)
             w.write_nullable_string(self.host_filter)
             w.buf += _S_bb.pack(self.operation, self.permission_type)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeAclsRequest does not support them")
         elif version == 0:
             w.buf += _S_b.pack(self.resource_type_filter)
@@ -90,7 +90,7 @@ class DescribeAclsRequest(Message):
             w.write_nullable_string(self.principal_filter)
             w.write_nullable_string(self.host_filter)
             w.buf += _S_bb.pack(self.operation, self.permission_type)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeAclsRequest does not support them")
         else:
             raise self.unsupported_version(version)

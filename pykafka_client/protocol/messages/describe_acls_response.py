@@ -56,19 +56,19 @@ class DescribeAclsResponse(Message):
         # The ACL operation.
         permission_type: int = 0
         # The ACL permission type.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 2 <= version <= 3:
                 w.write_compact_string(self.principal)
                 w.write_compact_string(self.host)
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_string(self.principal)
                 w.write_string(self.host)
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeAclsResponse.AclDescription does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -115,7 +115,7 @@ class DescribeAclsResponse(Message):
         # The resource pattern type.
         acls: list[DescribeAclsResponse.AclDescription] = field(default_factory=list)
         # The ACLs.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 2 <= version <= 3:
@@ -125,7 +125,7 @@ class DescribeAclsResponse(Message):
                 w.write_compact_array_length(len(self.acls))
                 for _e_acls in self.acls:
                     _e_acls.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 1:
                 w.buf += _S_b.pack(self.resource_type)
                 w.write_string(self.resource_name)
@@ -133,7 +133,7 @@ class DescribeAclsResponse(Message):
                 w.write_array_length(len(self.acls))
                 for _e_acls in self.acls:
                     _e_acls.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeAclsResponse.DescribeAclsResource does not support them")
             elif version == 0:
                 w.buf += _S_b.pack(self.resource_type)
@@ -143,7 +143,7 @@ class DescribeAclsResponse(Message):
                 w.write_array_length(len(self.acls))
                 for _e_acls in self.acls:
                     _e_acls.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeAclsResponse.DescribeAclsResource does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -198,7 +198,7 @@ class DescribeAclsResponse(Message):
     # The error message, or null if there was no error.
     resources: list[DescribeAclsResponse.DescribeAclsResource] = field(default_factory=list)
     # Each Resource that is referenced in an ACL.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 2 <= version <= 3:
@@ -207,14 +207,14 @@ class DescribeAclsResponse(Message):
             w.write_compact_array_length(len(self.resources))
             for _e_resources in self.resources:
                 _e_resources.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_nullable_string(self.error_message)
             w.write_array_length(len(self.resources))
             for _e_resources in self.resources:
                 _e_resources.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeAclsResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -52,19 +52,19 @@ class DescribeClientQuotasRequest(Message):
         # How to match the entity {0 = exact name, 1 = default name, 2 = any specified name}.
         match: str | None = ''
         # The string to match against, or null if unused for the match type.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
                 w.write_compact_string(self.entity_type)
                 w.buf += _S_b.pack(self.match_type)
                 w.write_compact_nullable_string(self.match)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.write_string(self.entity_type)
                 w.buf += _S_b.pack(self.match_type)
                 w.write_nullable_string(self.match)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeClientQuotasRequest.ComponentData does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -102,7 +102,7 @@ class DescribeClientQuotasRequest(Message):
     # Filter components to apply to quota entities.
     strict: bool = False
     # Whether the match is strict, i.e. should exclude entities with unspecified entity types.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 1:
@@ -110,13 +110,13 @@ class DescribeClientQuotasRequest(Message):
             for _e_components in self.components:
                 _e_components.write(w, version)
             w.buf += _S_o.pack(self.strict)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 0:
             w.write_array_length(len(self.components))
             for _e_components in self.components:
                 _e_components.write(w, version)
             w.buf += _S_o.pack(self.strict)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeClientQuotasRequest does not support them")
         else:
             raise self.unsupported_version(version)

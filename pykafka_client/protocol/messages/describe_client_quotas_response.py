@@ -49,17 +49,17 @@ class DescribeClientQuotasResponse(Message):
         # The entity type.
         entity_name: str | None = ''
         # The entity name, or null if the default.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
                 w.write_compact_string(self.entity_type)
                 w.write_compact_nullable_string(self.entity_name)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.write_string(self.entity_type)
                 w.write_nullable_string(self.entity_name)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeClientQuotasResponse.EntityData does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -96,17 +96,17 @@ class DescribeClientQuotasResponse(Message):
         # The quota configuration key.
         value: float = 0.0
         # The quota configuration value.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
                 w.write_compact_string(self.key)
                 w.buf += _S_d.pack(self.value)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.write_string(self.key)
                 w.buf += _S_d.pack(self.value)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeClientQuotasResponse.ValueData does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -143,7 +143,7 @@ class DescribeClientQuotasResponse(Message):
         # The quota entity description.
         values: list[DescribeClientQuotasResponse.ValueData] = field(default_factory=list)
         # The quota values for the entity.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
@@ -153,7 +153,7 @@ class DescribeClientQuotasResponse(Message):
                 w.write_compact_array_length(len(self.values))
                 for _e_values in self.values:
                     _e_values.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.write_array_length(len(self.entity))
                 for _e_entity in self.entity:
@@ -161,7 +161,7 @@ class DescribeClientQuotasResponse(Message):
                 w.write_array_length(len(self.values))
                 for _e_values in self.values:
                     _e_values.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeClientQuotasResponse.EntryData does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -206,7 +206,7 @@ class DescribeClientQuotasResponse(Message):
     # The error message, or `null` if the quota description succeeded.
     entries: list[DescribeClientQuotasResponse.EntryData] | None = field(default_factory=list)
     # A result entry.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 1:
@@ -218,7 +218,7 @@ class DescribeClientQuotasResponse(Message):
                 w.write_compact_array_length(len(self.entries))
                 for _e_entries in self.entries:
                     _e_entries.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 0:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_nullable_string(self.error_message)
@@ -228,7 +228,7 @@ class DescribeClientQuotasResponse(Message):
                 w.write_array_length(len(self.entries))
                 for _e_entries in self.entries:
                     _e_entries.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeClientQuotasResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -47,17 +47,17 @@ class DescribeClusterRequest(Message):
     # Whether to include cluster authorized operations.
     endpoint_type: int = 1
     # The endpoint type to describe. 1=brokers, 2=controllers.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 1:
             w.buf += _S_ob.pack(self.include_cluster_authorized_operations, self.endpoint_type)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 0:
             w.buf += _S_o.pack(self.include_cluster_authorized_operations)
             if self.endpoint_type != 1:
                 raise UnsupportedVersionError(f"attempted to write a non-default EndpointType at version {version} of DescribeClusterRequest")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -56,7 +56,7 @@ class DescribeClusterResponse(Message):
         # The broker port.
         rack: str | None = None
         # The rack of the broker, or null if it has not been assigned to a rack.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
@@ -64,7 +64,7 @@ class DescribeClusterResponse(Message):
                 w.write_compact_string(self.host)
                 w.buf += _S_i.pack(self.port)
                 w.write_compact_nullable_string(self.rack)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -116,7 +116,7 @@ class DescribeClusterResponse(Message):
     # Each broker in the response.
     cluster_authorized_operations: int = -2147483648
     # 32-bit bitfield to represent authorized operations for this cluster.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 1:
@@ -129,7 +129,7 @@ class DescribeClusterResponse(Message):
             for _e_brokers in self.brokers:
                 _e_brokers.write(w, version)
             w.buf += _S_i.pack(self.cluster_authorized_operations)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 0:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_compact_nullable_string(self.error_message)
@@ -141,7 +141,7 @@ class DescribeClusterResponse(Message):
             for _e_brokers in self.brokers:
                 _e_brokers.write(w, version)
             w.buf += _S_i.pack(self.cluster_authorized_operations)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

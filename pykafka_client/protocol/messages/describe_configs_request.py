@@ -53,7 +53,7 @@ class DescribeConfigsRequest(Message):
         # The resource name.
         configuration_keys: list[str] | None = field(default_factory=list)
         # The configuration keys to list, or null to list all configuration keys.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 4:
@@ -65,7 +65,7 @@ class DescribeConfigsRequest(Message):
                     w.write_compact_array_length(len(self.configuration_keys))
                     for _e_configuration_keys in self.configuration_keys:
                         w.write_compact_string(_e_configuration_keys)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 3:
                 w.buf += _S_b.pack(self.resource_type)
                 w.write_string(self.resource_name)
@@ -75,7 +75,7 @@ class DescribeConfigsRequest(Message):
                     w.write_array_length(len(self.configuration_keys))
                     for _e_configuration_keys in self.configuration_keys:
                         w.write_string(_e_configuration_keys)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsRequest.DescribeConfigsResource does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -118,7 +118,7 @@ class DescribeConfigsRequest(Message):
     # True if we should include all synonyms.
     include_documentation: bool = False
     # True if we should include configuration documentation.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 4:
@@ -126,13 +126,13 @@ class DescribeConfigsRequest(Message):
             for _e_resources in self.resources:
                 _e_resources.write(w, version)
             w.buf += _S_oo.pack(self.include_synonyms, self.include_documentation)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 3:
             w.write_array_length(len(self.resources))
             for _e_resources in self.resources:
                 _e_resources.write(w, version)
             w.buf += _S_oo.pack(self.include_synonyms, self.include_documentation)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsRequest does not support them")
         elif 1 <= version <= 2:
             w.write_array_length(len(self.resources))
@@ -141,7 +141,7 @@ class DescribeConfigsRequest(Message):
             w.buf += _S_o.pack(self.include_synonyms)
             if self.include_documentation != False:
                 raise UnsupportedVersionError(f"attempted to write a non-default IncludeDocumentation at version {version} of DescribeConfigsRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsRequest does not support them")
         elif version == 0:
             w.write_array_length(len(self.resources))
@@ -151,7 +151,7 @@ class DescribeConfigsRequest(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default IncludeSynonyms at version {version} of DescribeConfigsRequest")
             if self.include_documentation != False:
                 raise UnsupportedVersionError(f"attempted to write a non-default IncludeDocumentation at version {version} of DescribeConfigsRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -57,19 +57,19 @@ class DescribeConfigsResponse(Message):
         # The synonym value.
         source: int = 0
         # The synonym source.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 4:
                 w.write_compact_string(self.name)
                 w.write_compact_nullable_string(self.value)
                 w.buf += _S_b.pack(self.source)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 1 <= version <= 3:
                 w.write_string(self.name)
                 w.write_nullable_string(self.value)
                 w.buf += _S_b.pack(self.source)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsResponse.DescribeConfigsSynonym does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -130,7 +130,7 @@ class DescribeConfigsResponse(Message):
         # The configuration data type. Type can be one of the following values - BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD
         documentation: str | None = ''
         # The configuration documentation.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 4:
@@ -145,7 +145,7 @@ class DescribeConfigsResponse(Message):
                     _e_synonyms.write(w, version)
                 w.buf += _S_b.pack(self.config_type)
                 w.write_compact_nullable_string(self.documentation)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 3:
                 w.write_string(self.name)
                 w.write_nullable_string(self.value)
@@ -158,7 +158,7 @@ class DescribeConfigsResponse(Message):
                     _e_synonyms.write(w, version)
                 w.buf += _S_b.pack(self.config_type)
                 w.write_nullable_string(self.documentation)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsResponse.DescribeConfigsResourceResult does not support them")
             elif 1 <= version <= 2:
                 w.write_string(self.name)
@@ -170,13 +170,13 @@ class DescribeConfigsResponse(Message):
                 w.write_array_length(len(self.synonyms))
                 for _e_synonyms in self.synonyms:
                     _e_synonyms.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsResponse.DescribeConfigsResourceResult does not support them")
             elif version == 0:
                 w.write_string(self.name)
                 w.write_nullable_string(self.value)
                 w.buf += _S_ooo.pack(self.read_only, self.is_default, self.is_sensitive)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsResponse.DescribeConfigsResourceResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -251,7 +251,7 @@ class DescribeConfigsResponse(Message):
         # The resource name.
         configs: list[DescribeConfigsResponse.DescribeConfigsResourceResult] = field(default_factory=list)
         # Each listed configuration.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 4:
@@ -262,7 +262,7 @@ class DescribeConfigsResponse(Message):
                 w.write_compact_array_length(len(self.configs))
                 for _e_configs in self.configs:
                     _e_configs.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 3:
                 w.buf += _S_h.pack(self.error_code)
                 w.write_nullable_string(self.error_message)
@@ -271,7 +271,7 @@ class DescribeConfigsResponse(Message):
                 w.write_array_length(len(self.configs))
                 for _e_configs in self.configs:
                     _e_configs.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsResponse.DescribeConfigsResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -333,7 +333,7 @@ class DescribeConfigsResponse(Message):
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     results: list[DescribeConfigsResponse.DescribeConfigsResult] = field(default_factory=list)
     # The results for each resource.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 4:
@@ -341,13 +341,13 @@ class DescribeConfigsResponse(Message):
             w.write_compact_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 3:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -47,17 +47,17 @@ class DescribeDelegationTokenRequest(Message):
         # The owner principal type.
         principal_name: str = ''
         # The owner principal name.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 2 <= version <= 3:
                 w.write_compact_string(self.principal_type)
                 w.write_compact_string(self.principal_name)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_string(self.principal_type)
                 w.write_string(self.principal_name)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeDelegationTokenRequest.DescribeDelegationTokenOwner does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -89,7 +89,7 @@ class DescribeDelegationTokenRequest(Message):
 
     owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None = field(default_factory=list)
     # Each owner that we want to describe delegation tokens for, or null to describe all tokens.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 2 <= version <= 3:
@@ -99,7 +99,7 @@ class DescribeDelegationTokenRequest(Message):
                 w.write_compact_array_length(len(self.owners))
                 for _e_owners in self.owners:
                     _e_owners.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             if self.owners is None:
                 w.buf += b"\xff\xff\xff\xff"
@@ -107,7 +107,7 @@ class DescribeDelegationTokenRequest(Message):
                 w.write_array_length(len(self.owners))
                 for _e_owners in self.owners:
                     _e_owners.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeDelegationTokenRequest does not support them")
         else:
             raise self.unsupported_version(version)

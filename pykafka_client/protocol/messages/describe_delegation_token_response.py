@@ -50,17 +50,17 @@ class DescribeDelegationTokenResponse(Message):
         # The renewer principal type
         principal_name: str = ''
         # The renewer principal name
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 2 <= version <= 3:
                 w.write_compact_string(self.principal_type)
                 w.write_compact_string(self.principal_name)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_string(self.principal_type)
                 w.write_string(self.principal_name)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -121,7 +121,7 @@ class DescribeDelegationTokenResponse(Message):
         # The token HMAC.
         renewers: list[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer] = field(default_factory=list)
         # Those who are able to renew this token before it expires.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 3:
@@ -135,7 +135,7 @@ class DescribeDelegationTokenResponse(Message):
                 w.write_compact_array_length(len(self.renewers))
                 for _e_renewers in self.renewers:
                     _e_renewers.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 2:
                 w.write_compact_string(self.principal_type)
                 w.write_compact_string(self.principal_name)
@@ -149,7 +149,7 @@ class DescribeDelegationTokenResponse(Message):
                 w.write_compact_array_length(len(self.renewers))
                 for _e_renewers in self.renewers:
                     _e_renewers.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_string(self.principal_type)
                 w.write_string(self.principal_name)
@@ -163,7 +163,7 @@ class DescribeDelegationTokenResponse(Message):
                 w.write_array_length(len(self.renewers))
                 for _e_renewers in self.renewers:
                     _e_renewers.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeDelegationTokenResponse.DescribedDelegationToken does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -231,7 +231,7 @@ class DescribeDelegationTokenResponse(Message):
     # The tokens.
     throttle_time_ms: int = 0
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 2 <= version <= 3:
@@ -240,14 +240,14 @@ class DescribeDelegationTokenResponse(Message):
             for _e_tokens in self.tokens:
                 _e_tokens.write(w, version)
             w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.buf += _S_h.pack(self.error_code)
             w.write_array_length(len(self.tokens))
             for _e_tokens in self.tokens:
                 _e_tokens.write(w, version)
             w.buf += _S_i.pack(self.throttle_time_ms)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeDelegationTokenResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -46,7 +46,7 @@ class DescribeGroupsRequest(Message):
     # The names of the groups to describe
     include_authorized_operations: bool = False
     # Whether to include authorized operations.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 5:
@@ -54,13 +54,13 @@ class DescribeGroupsRequest(Message):
             for _e_groups in self.groups:
                 w.write_compact_string(_e_groups)
             w.buf += _S_o.pack(self.include_authorized_operations)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 3 <= version <= 4:
             w.write_array_length(len(self.groups))
             for _e_groups in self.groups:
                 w.write_string(_e_groups)
             w.buf += _S_o.pack(self.include_authorized_operations)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsRequest does not support them")
         elif 0 <= version <= 2:
             w.write_array_length(len(self.groups))
@@ -68,7 +68,7 @@ class DescribeGroupsRequest(Message):
                 w.write_string(_e_groups)
             if self.include_authorized_operations != False:
                 raise UnsupportedVersionError(f"attempted to write a non-default IncludeAuthorizedOperations at version {version} of DescribeGroupsRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsRequest does not support them")
         else:
             raise self.unsupported_version(version)

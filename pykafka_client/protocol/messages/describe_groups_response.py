@@ -61,7 +61,7 @@ class DescribeGroupsResponse(Message):
         # The metadata corresponding to the current group protocol in use.
         member_assignment: bytes = b""
         # The current assignment provided by the group leader.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 5:
@@ -71,7 +71,7 @@ class DescribeGroupsResponse(Message):
                 w.write_compact_string(self.client_host)
                 w.write_compact_bytes(self.member_metadata)
                 w.write_compact_bytes(self.member_assignment)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 4:
                 w.write_string(self.member_id)
                 w.write_nullable_string(self.group_instance_id)
@@ -79,7 +79,7 @@ class DescribeGroupsResponse(Message):
                 w.write_string(self.client_host)
                 w.write_bytes(self.member_metadata)
                 w.write_bytes(self.member_assignment)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsResponse.DescribedGroupMember does not support them")
             elif 0 <= version <= 3:
                 w.write_string(self.member_id)
@@ -87,7 +87,7 @@ class DescribeGroupsResponse(Message):
                 w.write_string(self.client_host)
                 w.write_bytes(self.member_metadata)
                 w.write_bytes(self.member_assignment)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsResponse.DescribedGroupMember does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -158,7 +158,7 @@ class DescribeGroupsResponse(Message):
         # The group members.
         authorized_operations: int = -2147483648
         # 32-bit bitfield to represent authorized operations for this group.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 5:
@@ -171,7 +171,7 @@ class DescribeGroupsResponse(Message):
                 for _e_members in self.members:
                     _e_members.write(w, version)
                 w.buf += _S_i.pack(self.authorized_operations)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 3 <= version <= 4:
                 w.buf += _S_h.pack(self.error_code)
                 w.write_string(self.group_id)
@@ -182,7 +182,7 @@ class DescribeGroupsResponse(Message):
                 for _e_members in self.members:
                     _e_members.write(w, version)
                 w.buf += _S_i.pack(self.authorized_operations)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsResponse.DescribedGroup does not support them")
             elif 0 <= version <= 2:
                 w.buf += _S_h.pack(self.error_code)
@@ -195,7 +195,7 @@ class DescribeGroupsResponse(Message):
                     _e_members.write(w, version)
                 if self.authorized_operations != -2147483648:
                     raise UnsupportedVersionError(f"attempted to write a non-default AuthorizedOperations at version {version} of DescribeGroupsResponse.DescribedGroup")
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsResponse.DescribedGroup does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -266,7 +266,7 @@ class DescribeGroupsResponse(Message):
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     groups: list[DescribeGroupsResponse.DescribedGroup] = field(default_factory=list)
     # Each described group.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 5:
@@ -274,19 +274,19 @@ class DescribeGroupsResponse(Message):
             w.write_compact_array_length(len(self.groups))
             for _e_groups in self.groups:
                 _e_groups.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 1 <= version <= 4:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.groups))
             for _e_groups in self.groups:
                 _e_groups.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsResponse does not support them")
         elif version == 0:
             w.write_array_length(len(self.groups))
             for _e_groups in self.groups:
                 _e_groups.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -47,19 +47,19 @@ class DescribeLogDirsRequest(Message):
         # The topic name
         partitions: list[int] = field(default_factory=list)
         # The partition indexes.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 2 <= version <= 4:
                 w.write_compact_string(self.topic)
                 w.write_compact_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_string(self.topic)
                 w.write_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeLogDirsRequest.DescribableLogDirTopic does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -91,7 +91,7 @@ class DescribeLogDirsRequest(Message):
 
     topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None = field(default_factory=list)
     # Each topic that we want to describe log directories for, or null for all topics.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 2 <= version <= 4:
@@ -101,7 +101,7 @@ class DescribeLogDirsRequest(Message):
                 w.write_compact_array_length(len(self.topics))
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             if self.topics is None:
                 w.buf += b"\xff\xff\xff\xff"
@@ -109,7 +109,7 @@ class DescribeLogDirsRequest(Message):
                 w.write_array_length(len(self.topics))
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeLogDirsRequest does not support them")
         else:
             raise self.unsupported_version(version)

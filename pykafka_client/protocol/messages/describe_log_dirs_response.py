@@ -58,15 +58,15 @@ class DescribeLogDirsResponse(Message):
         # The lag of the log's LEO w.r.t. partition's HW (if it is the current log for the partition) or current replica's LEO (if it is the future log for the partition)
         is_future_key: bool = False
         # True if this log is created by AlterReplicaLogDirsRequest and will replace the current log of the replica in the future.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 2 <= version <= 4:
                 w.buf += _S_iqqo.pack(self.partition_index, self.partition_size, self.offset_lag, self.is_future_key)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.buf += _S_iqqo.pack(self.partition_index, self.partition_size, self.offset_lag, self.is_future_key)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeLogDirsResponse.DescribeLogDirsPartition does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -102,7 +102,7 @@ class DescribeLogDirsResponse(Message):
         name: str = ''
         # The topic name.
         partitions: list[DescribeLogDirsResponse.DescribeLogDirsPartition] = field(default_factory=list)
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 2 <= version <= 4:
@@ -110,13 +110,13 @@ class DescribeLogDirsResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeLogDirsResponse.DescribeLogDirsTopic does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -164,7 +164,7 @@ class DescribeLogDirsResponse(Message):
         # The total size in bytes of the volume the log directory is in.
         usable_bytes: int = -1
         # The usable size in bytes of the volume the log directory is in.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 4:
@@ -174,21 +174,21 @@ class DescribeLogDirsResponse(Message):
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
                 w.buf += _S_qq.pack(self.total_bytes, self.usable_bytes)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 2 <= version <= 3:
                 w.buf += _S_h.pack(self.error_code)
                 w.write_compact_string(self.log_dir)
                 w.write_compact_array_length(len(self.topics))
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.buf += _S_h.pack(self.error_code)
                 w.write_string(self.log_dir)
                 w.write_array_length(len(self.topics))
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeLogDirsResponse.DescribeLogDirsResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -241,7 +241,7 @@ class DescribeLogDirsResponse(Message):
     # The error code, or 0 if there was no error.
     results: list[DescribeLogDirsResponse.DescribeLogDirsResult] = field(default_factory=list)
     # The log directories.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 3 <= version <= 4:
@@ -249,19 +249,19 @@ class DescribeLogDirsResponse(Message):
             w.write_compact_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 2:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_compact_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeLogDirsResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -56,12 +56,12 @@ class DescribeProducersResponse(Message):
         last_timestamp: int = -1
         coordinator_epoch: int = 0
         current_txn_start_offset: int = -1
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.buf += _S_qiiqiq.pack(self.producer_id, self.producer_epoch, self.last_sequence, self.last_timestamp, self.coordinator_epoch, self.current_txn_start_offset)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -101,7 +101,7 @@ class DescribeProducersResponse(Message):
         error_message: str | None = None
         # The partition error message, which may be null if no additional details are available
         active_producers: list[DescribeProducersResponse.ProducerState] = field(default_factory=list)
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -110,7 +110,7 @@ class DescribeProducersResponse(Message):
                 w.write_compact_array_length(len(self.active_producers))
                 for _e_active_producers in self.active_producers:
                     _e_active_producers.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -146,7 +146,7 @@ class DescribeProducersResponse(Message):
         # The topic name
         partitions: list[DescribeProducersResponse.PartitionResponse] = field(default_factory=list)
         # Each partition in the response.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -154,7 +154,7 @@ class DescribeProducersResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -185,7 +185,7 @@ class DescribeProducersResponse(Message):
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     topics: list[DescribeProducersResponse.TopicResponse] = field(default_factory=list)
     # Each topic in the response.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -193,7 +193,7 @@ class DescribeProducersResponse(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -66,24 +66,24 @@ class DescribeQuorumResponse(Message):
         # The last known leader wall clock time time when a follower fetched from the leader. This is reported as -1 both for the current leader or if it is unknown for a voter
         last_caught_up_timestamp: int = -1
         # The leader wall clock append time of the offset for which the follower made the most recent fetch request. This is reported as the current time for the leader and -1 if unknown for a voter
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
                 w.buf += _S_i16sqqq.pack(self.replica_id, self.replica_directory_id.bytes, self.log_end_offset, self.last_fetch_timestamp, self.last_caught_up_timestamp)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 1:
                 w.buf += _S_i.pack(self.replica_id)
                 if self.replica_directory_id != ZERO_UUID:
                     raise UnsupportedVersionError(f"attempted to write a non-default ReplicaDirectoryId at version {version} of DescribeQuorumResponse.ReplicaState")
                 w.buf += _S_qqq.pack(self.log_end_offset, self.last_fetch_timestamp, self.last_caught_up_timestamp)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.buf += _S_i.pack(self.replica_id)
                 if self.replica_directory_id != ZERO_UUID:
                     raise UnsupportedVersionError(f"attempted to write a non-default ReplicaDirectoryId at version {version} of DescribeQuorumResponse.ReplicaState")
                 w.buf += _S_q.pack(self.log_end_offset)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -140,7 +140,7 @@ class DescribeQuorumResponse(Message):
         high_watermark: int = 0
         current_voters: list[DescribeQuorumResponse.ReplicaState] = field(default_factory=list)
         observers: list[DescribeQuorumResponse.ReplicaState] = field(default_factory=list)
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
@@ -153,7 +153,7 @@ class DescribeQuorumResponse(Message):
                 w.write_compact_array_length(len(self.observers))
                 for _e_observers in self.observers:
                     _e_observers.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.buf += _S_ihiiq.pack(self.partition_index, self.error_code, self.leader_id, self.leader_epoch, self.high_watermark)
                 w.write_compact_array_length(len(self.current_voters))
@@ -162,7 +162,7 @@ class DescribeQuorumResponse(Message):
                 w.write_compact_array_length(len(self.observers))
                 for _e_observers in self.observers:
                     _e_observers.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -220,7 +220,7 @@ class DescribeQuorumResponse(Message):
         topic_name: str = ''
         # The topic name.
         partitions: list[DescribeQuorumResponse.PartitionData] = field(default_factory=list)
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 2:
@@ -228,7 +228,7 @@ class DescribeQuorumResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -270,14 +270,14 @@ class DescribeQuorumResponse(Message):
         # The hostname
         port: int = 0
         # The port
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
                 w.write_compact_string(self.name)
                 w.write_compact_string(self.host)
                 w.buf += _S_H.pack(self.port)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -311,7 +311,7 @@ class DescribeQuorumResponse(Message):
         # The ID of the associated node
         listeners: list[DescribeQuorumResponse.Listener] = field(default_factory=list)
         # The listeners of this controller
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
@@ -319,7 +319,7 @@ class DescribeQuorumResponse(Message):
                 w.write_compact_array_length(len(self.listeners))
                 for _e_listeners in self.listeners:
                     _e_listeners.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -354,7 +354,7 @@ class DescribeQuorumResponse(Message):
     # The error message, or null if there was no error.
     topics: list[DescribeQuorumResponse.TopicData] = field(default_factory=list)
     nodes: list[DescribeQuorumResponse.Node] = field(default_factory=list)
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 2:
@@ -366,7 +366,7 @@ class DescribeQuorumResponse(Message):
             w.write_compact_array_length(len(self.nodes))
             for _e_nodes in self.nodes:
                 _e_nodes.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.buf += _S_h.pack(self.error_code)
             w.write_compact_array_length(len(self.topics))
@@ -374,7 +374,7 @@ class DescribeQuorumResponse(Message):
                 _e_topics.write(w, version)
             if self.nodes != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Nodes at version {version} of DescribeQuorumResponse")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

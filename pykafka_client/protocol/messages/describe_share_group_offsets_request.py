@@ -47,14 +47,14 @@ class DescribeShareGroupOffsetsRequest(Message):
         # The topic name.
         partitions: list[int] = field(default_factory=list)
         # The partitions.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
                 w.write_compact_string(self.topic_name)
                 w.write_compact_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -86,7 +86,7 @@ class DescribeShareGroupOffsetsRequest(Message):
         # The group identifier.
         topics: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic] | None = field(default_factory=list)
         # The topics to describe offsets for, or null for all topic-partitions.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
@@ -97,7 +97,7 @@ class DescribeShareGroupOffsetsRequest(Message):
                     w.write_compact_array_length(len(self.topics))
                     for _e_topics in self.topics:
                         _e_topics.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -125,14 +125,14 @@ class DescribeShareGroupOffsetsRequest(Message):
 
     groups: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup] = field(default_factory=list)
     # The groups to describe offsets for.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 0 <= version <= 1:
             w.write_compact_array_length(len(self.groups))
             for _e_groups in self.groups:
                 _e_groups.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -45,12 +45,12 @@ class DescribeTopicPartitionsRequest(Message):
 
         name: str = ''
         # The topic name
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.write_compact_string(self.name)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -80,13 +80,13 @@ class DescribeTopicPartitionsRequest(Message):
         # The name for the first topic to process
         partition_index: int = 0
         # The partition index to start with
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.write_compact_string(self.topic_name)
                 w.buf += _S_i.pack(self.partition_index)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -119,7 +119,7 @@ class DescribeTopicPartitionsRequest(Message):
     # The maximum number of partitions included in the response.
     cursor: DescribeTopicPartitionsRequest.Cursor | None = None
     # The first topic and partition index to fetch details for.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -132,7 +132,7 @@ class DescribeTopicPartitionsRequest(Message):
             else:
                 w.buf += b"\x01"
                 self.cursor.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

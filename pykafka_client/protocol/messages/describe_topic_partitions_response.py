@@ -73,7 +73,7 @@ class DescribeTopicPartitionsResponse(Message):
         # The last known ELR.
         offline_replicas: list[int] = field(default_factory=list)
         # The set of offline replicas of this partition.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -94,7 +94,7 @@ class DescribeTopicPartitionsResponse(Message):
                     w.write_fixed_array('i', self.last_known_elr)
                 w.write_compact_array_length(len(self.offline_replicas))
                 w.write_fixed_array('i', self.offline_replicas)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -149,7 +149,7 @@ class DescribeTopicPartitionsResponse(Message):
         # Each partition in the topic.
         topic_authorized_operations: int = -2147483648
         # 32-bit bitfield to represent authorized operations for this topic.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -160,7 +160,7 @@ class DescribeTopicPartitionsResponse(Message):
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 w.buf += _S_i.pack(self.topic_authorized_operations)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -201,13 +201,13 @@ class DescribeTopicPartitionsResponse(Message):
         # The name for the first topic to process
         partition_index: int = 0
         # The partition index to start with
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.write_compact_string(self.topic_name)
                 w.buf += _S_i.pack(self.partition_index)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -240,7 +240,7 @@ class DescribeTopicPartitionsResponse(Message):
     # Each topic in the response.
     next_cursor: DescribeTopicPartitionsResponse.Cursor | None = None
     # The next topic and partition index to fetch details for.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -253,7 +253,7 @@ class DescribeTopicPartitionsResponse(Message):
             else:
                 w.buf += b"\x01"
                 self.next_cursor.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -42,14 +42,14 @@ class DescribeTransactionsRequest(Message):
 
     transactional_ids: list[str] = field(default_factory=list)
     # Array of transactionalIds to include in describe results. If empty, then no results will be returned.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
             w.write_compact_array_length(len(self.transactional_ids))
             for _e_transactional_ids in self.transactional_ids:
                 w.write_compact_string(_e_transactional_ids)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -48,14 +48,14 @@ class DescribeTransactionsResponse(Message):
 
         topic: str = ''
         partitions: list[int] = field(default_factory=list)
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.write_compact_string(self.topic)
                 w.write_compact_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -98,7 +98,7 @@ class DescribeTransactionsResponse(Message):
         producer_epoch: int = 0
         topics: list[DescribeTransactionsResponse.TopicData] = field(default_factory=list)
         # The set of partitions included in the current transaction (if active). When a transaction is preparing to commit or abort, this will include only partitions which do not have markers.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -109,7 +109,7 @@ class DescribeTransactionsResponse(Message):
                 w.write_compact_array_length(len(self.topics))
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -148,7 +148,7 @@ class DescribeTransactionsResponse(Message):
     throttle_time_ms: int = 0
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     transaction_states: list[DescribeTransactionsResponse.TransactionState] = field(default_factory=list)
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -156,7 +156,7 @@ class DescribeTransactionsResponse(Message):
             w.write_compact_array_length(len(self.transaction_states))
             for _e_transaction_states in self.transaction_states:
                 _e_transaction_states.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -44,12 +44,12 @@ class DescribeUserScramCredentialsRequest(Message):
 
         name: str = ''
         # The user name.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.write_compact_string(self.name)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -74,7 +74,7 @@ class DescribeUserScramCredentialsRequest(Message):
 
     users: list[DescribeUserScramCredentialsRequest.UserName] | None = field(default_factory=list)
     # The users to describe, or null/empty to describe all users.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -84,7 +84,7 @@ class DescribeUserScramCredentialsRequest(Message):
                 w.write_compact_array_length(len(self.users))
                 for _e_users in self.users:
                     _e_users.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -50,12 +50,12 @@ class DescribeUserScramCredentialsResponse(Message):
         # The SCRAM mechanism.
         iterations: int = 0
         # The number of iterations used in the SCRAM credential.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.buf += _S_bi.pack(self.mechanism, self.iterations)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -92,7 +92,7 @@ class DescribeUserScramCredentialsResponse(Message):
         # The user-level error message, if any.
         credential_infos: list[DescribeUserScramCredentialsResponse.CredentialInfo] = field(default_factory=list)
         # The mechanism and related information associated with the user's SCRAM credentials.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -102,7 +102,7 @@ class DescribeUserScramCredentialsResponse(Message):
                 w.write_compact_array_length(len(self.credential_infos))
                 for _e_credential_infos in self.credential_infos:
                     _e_credential_infos.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -143,7 +143,7 @@ class DescribeUserScramCredentialsResponse(Message):
     # The message-level error message, if any.
     results: list[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult] = field(default_factory=list)
     # The results for descriptions, one per user.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -152,7 +152,7 @@ class DescribeUserScramCredentialsResponse(Message):
             w.write_compact_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -49,19 +49,19 @@ class ElectLeadersRequest(Message):
         # The name of a topic.
         partitions: list[int] = field(default_factory=list)
         # The partitions of this topic whose leader should be elected.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
                 w.write_compact_string(self.topic)
                 w.write_compact_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_string(self.topic)
                 w.write_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ElectLeadersRequest.TopicPartitions does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -99,7 +99,7 @@ class ElectLeadersRequest(Message):
     # The topic partitions to elect leaders.
     timeout_ms: int = 60000
     # The time in ms to wait for the election to complete.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 2:
@@ -111,7 +111,7 @@ class ElectLeadersRequest(Message):
                 for _e_topic_partitions in self.topic_partitions:
                     _e_topic_partitions.write(w, version)
             w.buf += _S_i.pack(self.timeout_ms)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 1:
             w.buf += _S_b.pack(self.election_type)
             if self.topic_partitions is None:
@@ -121,7 +121,7 @@ class ElectLeadersRequest(Message):
                 for _e_topic_partitions in self.topic_partitions:
                     _e_topic_partitions.write(w, version)
             w.buf += _S_i.pack(self.timeout_ms)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ElectLeadersRequest does not support them")
         elif version == 0:
             if self.election_type != 0:
@@ -133,7 +133,7 @@ class ElectLeadersRequest(Message):
                 for _e_topic_partitions in self.topic_partitions:
                     _e_topic_partitions.write(w, version)
             w.buf += _S_i.pack(self.timeout_ms)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ElectLeadersRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -52,17 +52,17 @@ class ElectLeadersResponse(Message):
         # The result error, or zero if there was no error.
         error_message: str | None = ''
         # The result message, or null if there was no error.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
                 w.buf += _S_ih.pack(self.partition_id, self.error_code)
                 w.write_compact_nullable_string(self.error_message)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.buf += _S_ih.pack(self.partition_id, self.error_code)
                 w.write_nullable_string(self.error_message)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ElectLeadersResponse.PartitionResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -100,7 +100,7 @@ class ElectLeadersResponse(Message):
         # The topic name
         partition_result: list[ElectLeadersResponse.PartitionResult] = field(default_factory=list)
         # The results for each partition
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
@@ -108,13 +108,13 @@ class ElectLeadersResponse(Message):
                 w.write_compact_array_length(len(self.partition_result))
                 for _e_partition_result in self.partition_result:
                     _e_partition_result.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_string(self.topic)
                 w.write_array_length(len(self.partition_result))
                 for _e_partition_result in self.partition_result:
                     _e_partition_result.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ElectLeadersResponse.ReplicaElectionResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -154,7 +154,7 @@ class ElectLeadersResponse(Message):
     # The top level response error code.
     replica_election_results: list[ElectLeadersResponse.ReplicaElectionResult] = field(default_factory=list)
     # The election results, or an empty array if the requester did not have permission and the request asks for all partitions.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 2:
@@ -162,13 +162,13 @@ class ElectLeadersResponse(Message):
             w.write_compact_array_length(len(self.replica_election_results))
             for _e_replica_election_results in self.replica_election_results:
                 _e_replica_election_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 1:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_array_length(len(self.replica_election_results))
             for _e_replica_election_results in self.replica_election_results:
                 _e_replica_election_results.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ElectLeadersResponse does not support them")
         elif version == 0:
             w.buf += _S_i.pack(self.throttle_time_ms)
@@ -177,7 +177,7 @@ class ElectLeadersResponse(Message):
             w.write_array_length(len(self.replica_election_results))
             for _e_replica_election_results in self.replica_election_results:
                 _e_replica_election_results.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ElectLeadersResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -49,12 +49,12 @@ class EndQuorumEpochRequest(Message):
 
         candidate_id: int = 0
         candidate_directory_id: uuid.UUID = ZERO_UUID
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
                 w.buf += _S_i16s.pack(self.candidate_id, self.candidate_directory_id.bytes)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -95,7 +95,7 @@ class EndQuorumEpochRequest(Message):
         # A sorted list of preferred successors to start the election
         preferred_candidates: list[EndQuorumEpochRequest.ReplicaInfo] = field(default_factory=list)
         # A sorted list of preferred candidates to start the election
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
@@ -103,12 +103,12 @@ class EndQuorumEpochRequest(Message):
                 w.write_compact_array_length(len(self.preferred_candidates))
                 for _e_preferred_candidates in self.preferred_candidates:
                     _e_preferred_candidates.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.buf += _S_iii.pack(self.partition_index, self.leader_id, self.leader_epoch)
                 w.write_array_length(len(self.preferred_successors))
                 w.write_fixed_array('i', self.preferred_successors)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndQuorumEpochRequest.PartitionData does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -148,7 +148,7 @@ class EndQuorumEpochRequest(Message):
         topic_name: str = ''
         # The topic name.
         partitions: list[EndQuorumEpochRequest.PartitionData] = field(default_factory=list)
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
@@ -156,13 +156,13 @@ class EndQuorumEpochRequest(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.write_string(self.topic_name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndQuorumEpochRequest.TopicData does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -204,14 +204,14 @@ class EndQuorumEpochRequest(Message):
         # The node's hostname
         port: int = 0
         # The node's port
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
                 w.write_compact_string(self.name)
                 w.write_compact_string(self.host)
                 w.buf += _S_H.pack(self.port)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -244,7 +244,7 @@ class EndQuorumEpochRequest(Message):
     topics: list[EndQuorumEpochRequest.TopicData] = field(default_factory=list)
     leader_endpoints: list[EndQuorumEpochRequest.LeaderEndpoint] = field(default_factory=list)
     # Endpoints for the leader
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 1:
@@ -255,13 +255,13 @@ class EndQuorumEpochRequest(Message):
             w.write_compact_array_length(len(self.leader_endpoints))
             for _e_leader_endpoints in self.leader_endpoints:
                 _e_leader_endpoints.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 0:
             w.write_nullable_string(self.cluster_id)
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndQuorumEpochRequest does not support them")
         else:
             raise self.unsupported_version(version)

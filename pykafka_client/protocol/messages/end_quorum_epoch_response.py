@@ -56,15 +56,15 @@ class EndQuorumEpochResponse(Message):
         # The ID of the current leader or -1 if the leader is unknown.
         leader_epoch: int = 0
         # The latest known leader epoch
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
                 w.buf += _S_ihii.pack(self.partition_index, self.error_code, self.leader_id, self.leader_epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.buf += _S_ihii.pack(self.partition_index, self.error_code, self.leader_id, self.leader_epoch)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndQuorumEpochResponse.PartitionData does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -100,7 +100,7 @@ class EndQuorumEpochResponse(Message):
         topic_name: str = ''
         # The topic name.
         partitions: list[EndQuorumEpochResponse.PartitionData] = field(default_factory=list)
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
@@ -108,13 +108,13 @@ class EndQuorumEpochResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.write_string(self.topic_name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndQuorumEpochResponse.TopicData does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -156,14 +156,14 @@ class EndQuorumEpochResponse(Message):
         # The node's hostname
         port: int = 0
         # The node's port
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
                 w.buf += _S_i.pack(self.node_id)
                 w.write_compact_string(self.host)
                 w.buf += _S_H.pack(self.port)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -197,7 +197,7 @@ class EndQuorumEpochResponse(Message):
     topics: list[EndQuorumEpochResponse.TopicData] = field(default_factory=list)
     node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint] = field(default_factory=list)
     # Endpoints for all leaders enumerated in PartitionData
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         _tags: list[tuple[int, bytes]]
@@ -213,8 +213,8 @@ class EndQuorumEpochResponse(Message):
                 for _e_node_endpoints in self.node_endpoints:
                     _e_node_endpoints.write(_tw, version)
                 _tags.append((0, _tw.to_bytes()))
-            if self._unknown_tagged_fields:
-                _tags.extend(self._unknown_tagged_fields)
+            if self.unknown_tagged_fields:
+                _tags.extend(self.unknown_tagged_fields)
                 _tags.sort(key=_tag_key)
             w.write_tags(_tags)
         elif version == 0:
@@ -224,7 +224,7 @@ class EndQuorumEpochResponse(Message):
                 _e_topics.write(w, version)
             if self.node_endpoints != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of EndQuorumEpochResponse")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndQuorumEpochResponse does not support them")
         else:
             raise self.unsupported_version(version)

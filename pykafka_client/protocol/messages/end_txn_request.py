@@ -52,17 +52,17 @@ class EndTxnRequest(Message):
     # The current epoch associated with the producer.
     committed: bool = False
     # True if the transaction was committed, false if it was aborted.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 3 <= version <= 5:
             w.write_compact_string(self.transactional_id)
             w.buf += _S_qho.pack(self.producer_id, self.producer_epoch, self.committed)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 2:
             w.write_string(self.transactional_id)
             w.buf += _S_qho.pack(self.producer_id, self.producer_epoch, self.committed)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndTxnRequest does not support them")
         else:
             raise self.unsupported_version(version)

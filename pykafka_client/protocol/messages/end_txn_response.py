@@ -53,18 +53,18 @@ class EndTxnResponse(Message):
     # The producer ID.
     producer_epoch: int = -1
     # The current epoch associated with the producer.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 5:
             w.buf += _S_ihqh.pack(self.throttle_time_ms, self.error_code, self.producer_id, self.producer_epoch)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 3 <= version <= 4:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 2:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndTxnResponse does not support them")
         else:
             raise self.unsupported_version(version)

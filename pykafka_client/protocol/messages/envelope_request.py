@@ -48,14 +48,14 @@ class EnvelopeRequest(Message):
     # Value of the initial client principal when the request is redirected by a broker.
     client_host_address: bytes = b""
     # The original client's address in bytes.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
             w.write_compact_bytes(self.request_data)
             w.write_compact_nullable_bytes(self.request_principal)
             w.write_compact_bytes(self.client_host_address)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

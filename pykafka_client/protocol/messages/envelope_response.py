@@ -46,13 +46,13 @@ class EnvelopeResponse(Message):
     # The embedded response header and data.
     error_code: int = 0
     # The error code, or 0 if there was no error.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
             w.write_compact_nullable_bytes(self.response_data)
             w.buf += _S_h.pack(self.error_code)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -46,17 +46,17 @@ class ExpireDelegationTokenRequest(Message):
     # The HMAC of the delegation token to be expired.
     expiry_time_period_ms: int = 0
     # The expiry time period in milliseconds.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 2:
             w.write_compact_bytes(self.hmac)
             w.buf += _S_q.pack(self.expiry_time_period_ms)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.write_bytes(self.hmac)
             w.buf += _S_q.pack(self.expiry_time_period_ms)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ExpireDelegationTokenRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -49,15 +49,15 @@ class ExpireDelegationTokenResponse(Message):
     # The timestamp in milliseconds at which this token expires.
     throttle_time_ms: int = 0
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 2:
             w.buf += _S_hqi.pack(self.error_code, self.expiry_timestamp_ms, self.throttle_time_ms)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.buf += _S_hqi.pack(self.error_code, self.expiry_timestamp_ms, self.throttle_time_ms)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ExpireDelegationTokenResponse does not support them")
         else:
             raise self.unsupported_version(version)

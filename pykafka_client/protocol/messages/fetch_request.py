@@ -64,12 +64,12 @@ class FetchRequest(Message):
         # The replica ID of the follower, or -1 if this request is from a consumer.
         replica_epoch: int = -1
         # The epoch of this follower, or -1 if not available.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 15 <= version <= 17:
                 w.buf += _S_iq.pack(self.replica_id, self.replica_epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -115,7 +115,7 @@ class FetchRequest(Message):
         # The maximum bytes to fetch from this partition.  See KIP-74 for cases where this limit may not be honored.
         replica_directory_id: uuid.UUID = ZERO_UUID
         # The directory id of the follower fetching
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             _tags: list[tuple[int, bytes]]
@@ -126,33 +126,33 @@ class FetchRequest(Message):
                     _tw = Writer()
                     _tw.buf += _S_16s.pack(self.replica_directory_id.bytes)
                     _tags.append((0, _tw.to_bytes()))
-                if self._unknown_tagged_fields:
-                    _tags.extend(self._unknown_tagged_fields)
+                if self.unknown_tagged_fields:
+                    _tags.extend(self.unknown_tagged_fields)
                     _tags.sort(key=_tag_key)
                 w.write_tags(_tags)
             elif 12 <= version <= 16:
                 w.buf += _S_iiqiqi.pack(self.partition, self.current_leader_epoch, self.fetch_offset, self.last_fetched_epoch, self.log_start_offset, self.partition_max_bytes)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 9 <= version <= 11:
                 w.buf += _S_iiq.pack(self.partition, self.current_leader_epoch, self.fetch_offset)
                 if self.last_fetched_epoch != -1:
                     raise UnsupportedVersionError(f"attempted to write a non-default LastFetchedEpoch at version {version} of FetchRequest.FetchPartition")
                 w.buf += _S_qi.pack(self.log_start_offset, self.partition_max_bytes)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest.FetchPartition does not support them")
             elif 5 <= version <= 8:
                 w.buf += _S_iq.pack(self.partition, self.fetch_offset)
                 if self.last_fetched_epoch != -1:
                     raise UnsupportedVersionError(f"attempted to write a non-default LastFetchedEpoch at version {version} of FetchRequest.FetchPartition")
                 w.buf += _S_qi.pack(self.log_start_offset, self.partition_max_bytes)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest.FetchPartition does not support them")
             elif 0 <= version <= 4:
                 w.buf += _S_iq.pack(self.partition, self.fetch_offset)
                 if self.last_fetched_epoch != -1:
                     raise UnsupportedVersionError(f"attempted to write a non-default LastFetchedEpoch at version {version} of FetchRequest.FetchPartition")
                 w.buf += _S_i.pack(self.partition_max_bytes)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest.FetchPartition does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -216,7 +216,7 @@ class FetchRequest(Message):
         # The unique topic ID
         partitions: list[FetchRequest.FetchPartition] = field(default_factory=list)
         # The partitions to fetch.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 13 <= version <= 17:
@@ -224,19 +224,19 @@ class FetchRequest(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 12:
                 w.write_compact_string(self.topic)
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 11:
                 w.write_string(self.topic)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest.FetchTopic does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -295,24 +295,24 @@ class FetchRequest(Message):
         # The unique topic ID
         partitions: list[int] = field(default_factory=list)
         # The partitions indexes to forget.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 13 <= version <= 17:
                 w.buf += _S_16s.pack(self.topic_id.bytes)
                 w.write_compact_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 12:
                 w.write_compact_string(self.topic)
                 w.write_compact_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 7 <= version <= 11:
                 w.write_string(self.topic)
                 w.write_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest.ForgottenTopic does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -382,7 +382,7 @@ class FetchRequest(Message):
     # In an incremental fetch request, the partitions to remove.
     rack_id: str = ''
     # Rack ID of the consumer making this request
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         _tags: list[tuple[int, bytes]]
@@ -406,8 +406,8 @@ class FetchRequest(Message):
                 _tw = Writer()
                 self.replica_state.write(_tw, version)
                 _tags.append((1, _tw.to_bytes()))
-            if self._unknown_tagged_fields:
-                _tags.extend(self._unknown_tagged_fields)
+            if self.unknown_tagged_fields:
+                _tags.extend(self.unknown_tagged_fields)
                 _tags.sort(key=_tag_key)
             w.write_tags(_tags)
         elif 12 <= version <= 14:
@@ -427,8 +427,8 @@ class FetchRequest(Message):
                 _tw = Writer()
                 _tw.write_compact_nullable_string(self.cluster_id)
                 _tags.append((0, _tw.to_bytes()))
-            if self._unknown_tagged_fields:
-                _tags.extend(self._unknown_tagged_fields)
+            if self.unknown_tagged_fields:
+                _tags.extend(self.unknown_tagged_fields)
                 _tags.sort(key=_tag_key)
             w.write_tags(_tags)
         elif version == 11:
@@ -443,7 +443,7 @@ class FetchRequest(Message):
             for _e_forgotten_topics_data in self.forgotten_topics_data:
                 _e_forgotten_topics_data.write(w, version)
             w.write_string(self.rack_id)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest does not support them")
         elif 7 <= version <= 10:
             w.buf += _S_i.pack(self.replica_id)
@@ -456,7 +456,7 @@ class FetchRequest(Message):
             w.write_array_length(len(self.forgotten_topics_data))
             for _e_forgotten_topics_data in self.forgotten_topics_data:
                 _e_forgotten_topics_data.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest does not support them")
         elif 4 <= version <= 6:
             w.buf += _S_i.pack(self.replica_id)
@@ -468,7 +468,7 @@ class FetchRequest(Message):
                 _e_topics.write(w, version)
             if self.forgotten_topics_data != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default ForgottenTopicsData at version {version} of FetchRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest does not support them")
         elif version == 3:
             w.buf += _S_i.pack(self.replica_id)
@@ -480,7 +480,7 @@ class FetchRequest(Message):
                 _e_topics.write(w, version)
             if self.forgotten_topics_data != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default ForgottenTopicsData at version {version} of FetchRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest does not support them")
         elif 0 <= version <= 2:
             w.buf += _S_i.pack(self.replica_id)
@@ -492,7 +492,7 @@ class FetchRequest(Message):
                 _e_topics.write(w, version)
             if self.forgotten_topics_data != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default ForgottenTopicsData at version {version} of FetchRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest does not support them")
         else:
             raise self.unsupported_version(version)

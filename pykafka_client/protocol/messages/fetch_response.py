@@ -56,12 +56,12 @@ class FetchResponse(Message):
 
         epoch: int = -1
         end_offset: int = -1
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 12 <= version <= 17:
                 w.buf += _S_iq.pack(self.epoch, self.end_offset)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -92,12 +92,12 @@ class FetchResponse(Message):
         # The ID of the current leader or -1 if the leader is unknown.
         leader_epoch: int = -1
         # The latest known leader epoch
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 12 <= version <= 17:
                 w.buf += _S_ii.pack(self.leader_id, self.leader_epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -126,12 +126,12 @@ class FetchResponse(Message):
 
         end_offset: int = -1
         epoch: int = -1
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 12 <= version <= 17:
                 w.buf += _S_qi.pack(self.end_offset, self.epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -162,15 +162,15 @@ class FetchResponse(Message):
         # The producer id associated with the aborted transaction.
         first_offset: int = 0
         # The first offset in the aborted transaction.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 12 <= version <= 17:
                 w.buf += _S_qq.pack(self.producer_id, self.first_offset)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 4 <= version <= 11:
                 w.buf += _S_qq.pack(self.producer_id, self.first_offset)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse.AbortedTransaction does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -231,7 +231,7 @@ class FetchResponse(Message):
         # The preferred read replica for the consumer to use on its next fetch request
         records: RecordsLike | None = None
         # The record data.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             _tags: list[tuple[int, bytes]]
@@ -258,8 +258,8 @@ class FetchResponse(Message):
                     _tw = Writer()
                     self.snapshot_id.write(_tw, version)
                     _tags.append((2, _tw.to_bytes()))
-                if self._unknown_tagged_fields:
-                    _tags.extend(self._unknown_tagged_fields)
+                if self.unknown_tagged_fields:
+                    _tags.extend(self.unknown_tagged_fields)
                     _tags.sort(key=_tag_key)
                 w.write_tags(_tags)
             elif version == 11:
@@ -278,7 +278,7 @@ class FetchResponse(Message):
                         _e_aborted_transactions.write(w, version)
                 w.buf += _S_i.pack(self.preferred_read_replica)
                 w.write_records_field(self.records, False)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse.PartitionData does not support them")
             elif 5 <= version <= 10:
                 w.buf += _S_ihqqq.pack(self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset)
@@ -297,7 +297,7 @@ class FetchResponse(Message):
                 if self.preferred_read_replica != -1:
                     raise UnsupportedVersionError(f"attempted to write a non-default PreferredReadReplica at version {version} of FetchResponse.PartitionData")
                 w.write_records_field(self.records, False)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse.PartitionData does not support them")
             elif version == 4:
                 w.buf += _S_ihqq.pack(self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset)
@@ -316,7 +316,7 @@ class FetchResponse(Message):
                 if self.preferred_read_replica != -1:
                     raise UnsupportedVersionError(f"attempted to write a non-default PreferredReadReplica at version {version} of FetchResponse.PartitionData")
                 w.write_records_field(self.records, False)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse.PartitionData does not support them")
             elif 0 <= version <= 3:
                 w.buf += _S_ihq.pack(self.partition_index, self.error_code, self.high_watermark)
@@ -329,7 +329,7 @@ class FetchResponse(Message):
                 if self.preferred_read_replica != -1:
                     raise UnsupportedVersionError(f"attempted to write a non-default PreferredReadReplica at version {version} of FetchResponse.PartitionData")
                 w.write_records_field(self.records, False)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse.PartitionData does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -419,7 +419,7 @@ class FetchResponse(Message):
         # The unique topic ID
         partitions: list[FetchResponse.PartitionData] = field(default_factory=list)
         # The topic partitions.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 13 <= version <= 17:
@@ -427,19 +427,19 @@ class FetchResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 12:
                 w.write_compact_string(self.topic)
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 11:
                 w.write_string(self.topic)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse.FetchableTopicResponse does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -506,7 +506,7 @@ class FetchResponse(Message):
         # The node's port.
         rack: str | None = None
         # The rack of the node, or null if it has not been assigned to a rack.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 16 <= version <= 17:
@@ -514,7 +514,7 @@ class FetchResponse(Message):
                 w.write_compact_string(self.host)
                 w.buf += _S_i.pack(self.port)
                 w.write_compact_nullable_string(self.rack)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -557,7 +557,7 @@ class FetchResponse(Message):
     # The response topics.
     node_endpoints: list[FetchResponse.NodeEndpoint] = field(default_factory=list)
     # Endpoints for all current-leaders enumerated in PartitionData, with errors NOT_LEADER_OR_FOLLOWER & FENCED_LEADER_EPOCH.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         _tags: list[tuple[int, bytes]]
@@ -573,8 +573,8 @@ class FetchResponse(Message):
                 for _e_node_endpoints in self.node_endpoints:
                     _e_node_endpoints.write(_tw, version)
                 _tags.append((0, _tw.to_bytes()))
-            if self._unknown_tagged_fields:
-                _tags.extend(self._unknown_tagged_fields)
+            if self.unknown_tagged_fields:
+                _tags.extend(self.unknown_tagged_fields)
                 _tags.sort(key=_tag_key)
             w.write_tags(_tags)
         elif 12 <= version <= 15:
@@ -584,7 +584,7 @@ class FetchResponse(Message):
                 _e_responses.write(w, version)
             if self.node_endpoints != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of FetchResponse")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 7 <= version <= 11:
             w.buf += _S_ihi.pack(self.throttle_time_ms, self.error_code, self.session_id)
             w.write_array_length(len(self.responses))
@@ -592,7 +592,7 @@ class FetchResponse(Message):
                 _e_responses.write(w, version)
             if self.node_endpoints != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of FetchResponse")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse does not support them")
         elif 1 <= version <= 6:
             w.buf += _S_i.pack(self.throttle_time_ms)
@@ -603,7 +603,7 @@ class FetchResponse(Message):
                 _e_responses.write(w, version)
             if self.node_endpoints != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of FetchResponse")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse does not support them")
         elif version == 0:
             if self.session_id != 0:
@@ -613,7 +613,7 @@ class FetchResponse(Message):
                 _e_responses.write(w, version)
             if self.node_endpoints != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of FetchResponse")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse does not support them")
         else:
             raise self.unsupported_version(version)

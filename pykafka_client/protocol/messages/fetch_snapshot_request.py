@@ -50,12 +50,12 @@ class FetchSnapshotRequest(Message):
 
         end_offset: int = 0
         epoch: int = 0
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
                 w.buf += _S_qi.pack(self.end_offset, self.epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -95,7 +95,7 @@ class FetchSnapshotRequest(Message):
         # The byte position within the snapshot to start fetching from
         replica_directory_id: uuid.UUID = ZERO_UUID
         # The directory id of the follower fetching
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             _tags: list[tuple[int, bytes]]
@@ -108,15 +108,15 @@ class FetchSnapshotRequest(Message):
                     _tw = Writer()
                     _tw.buf += _S_16s.pack(self.replica_directory_id.bytes)
                     _tags.append((0, _tw.to_bytes()))
-                if self._unknown_tagged_fields:
-                    _tags.extend(self._unknown_tagged_fields)
+                if self.unknown_tagged_fields:
+                    _tags.extend(self.unknown_tagged_fields)
                     _tags.sort(key=_tag_key)
                 w.write_tags(_tags)
             elif version == 0:
                 w.buf += _S_ii.pack(self.partition, self.current_leader_epoch)
                 self.snapshot_id.write(w, version)
                 w.buf += _S_q.pack(self.position)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -169,7 +169,7 @@ class FetchSnapshotRequest(Message):
         # The name of the topic to fetch
         partitions: list[FetchSnapshotRequest.PartitionSnapshot] = field(default_factory=list)
         # The partitions to fetch
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
@@ -177,7 +177,7 @@ class FetchSnapshotRequest(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -214,7 +214,7 @@ class FetchSnapshotRequest(Message):
     # The maximum bytes to fetch from all of the snapshots
     topics: list[FetchSnapshotRequest.TopicSnapshot] = field(default_factory=list)
     # The topics to fetch
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         _tags: list[tuple[int, bytes]]
@@ -228,8 +228,8 @@ class FetchSnapshotRequest(Message):
                 _tw = Writer()
                 _tw.write_compact_nullable_string(self.cluster_id)
                 _tags.append((0, _tw.to_bytes()))
-            if self._unknown_tagged_fields:
-                _tags.extend(self._unknown_tagged_fields)
+            if self.unknown_tagged_fields:
+                _tags.extend(self.unknown_tagged_fields)
                 _tags.sort(key=_tag_key)
             w.write_tags(_tags)
         else:

@@ -51,12 +51,12 @@ class FetchSnapshotResponse(Message):
 
         end_offset: int = 0
         epoch: int = 0
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
                 w.buf += _S_qi.pack(self.end_offset, self.epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -87,12 +87,12 @@ class FetchSnapshotResponse(Message):
         # The ID of the current leader or -1 if the leader is unknown.
         leader_epoch: int = 0
         # The latest known leader epoch
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
                 w.buf += _S_ii.pack(self.leader_id, self.leader_epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -137,7 +137,7 @@ class FetchSnapshotResponse(Message):
         # The starting byte position within the snapshot included in the Bytes field.
         unaligned_records: RecordsLike | None = None
         # Snapshot data in records format which may not be aligned on an offset boundary
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             _tags: list[tuple[int, bytes]]
@@ -153,8 +153,8 @@ class FetchSnapshotResponse(Message):
                     _tw = Writer()
                     self.current_leader.write(_tw, version)
                     _tags.append((0, _tw.to_bytes()))
-                if self._unknown_tagged_fields:
-                    _tags.extend(self._unknown_tagged_fields)
+                if self.unknown_tagged_fields:
+                    _tags.extend(self.unknown_tagged_fields)
                     _tags.sort(key=_tag_key)
                 w.write_tags(_tags)
             else:
@@ -206,7 +206,7 @@ class FetchSnapshotResponse(Message):
         # The name of the topic to fetch.
         partitions: list[FetchSnapshotResponse.PartitionSnapshot] = field(default_factory=list)
         # The partitions to fetch.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
@@ -214,7 +214,7 @@ class FetchSnapshotResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -250,14 +250,14 @@ class FetchSnapshotResponse(Message):
         # The node's hostname
         port: int = 0
         # The node's port
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
                 w.buf += _S_i.pack(self.node_id)
                 w.write_compact_string(self.host)
                 w.buf += _S_H.pack(self.port)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -295,7 +295,7 @@ class FetchSnapshotResponse(Message):
     # The topics to fetch.
     node_endpoints: list[FetchSnapshotResponse.NodeEndpoint] = field(default_factory=list)
     # Endpoints for all current-leaders enumerated in PartitionSnapshot
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         _tags: list[tuple[int, bytes]]
@@ -311,8 +311,8 @@ class FetchSnapshotResponse(Message):
                 for _e_node_endpoints in self.node_endpoints:
                     _e_node_endpoints.write(_tw, version)
                 _tags.append((0, _tw.to_bytes()))
-            if self._unknown_tagged_fields:
-                _tags.extend(self._unknown_tagged_fields)
+            if self.unknown_tagged_fields:
+                _tags.extend(self.unknown_tagged_fields)
                 _tags.sort(key=_tag_key)
             w.write_tags(_tags)
         elif version == 0:
@@ -322,7 +322,7 @@ class FetchSnapshotResponse(Message):
                 _e_topics.write(w, version)
             if self.node_endpoints != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of FetchSnapshotResponse")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -49,7 +49,7 @@ class FindCoordinatorRequest(Message):
     # The coordinator key type. (Group, transaction, etc.)
     coordinator_keys: list[str] = field(default_factory=list)
     # The coordinator keys.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 4 <= version <= 6:
@@ -59,19 +59,19 @@ class FindCoordinatorRequest(Message):
             w.write_compact_array_length(len(self.coordinator_keys))
             for _e_coordinator_keys in self.coordinator_keys:
                 w.write_compact_string(_e_coordinator_keys)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 3:
             w.write_compact_string(self.key)
             w.buf += _S_b.pack(self.key_type)
             if self.coordinator_keys != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default CoordinatorKeys at version {version} of FindCoordinatorRequest")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 1 <= version <= 2:
             w.write_string(self.key)
             w.buf += _S_b.pack(self.key_type)
             if self.coordinator_keys != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default CoordinatorKeys at version {version} of FindCoordinatorRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FindCoordinatorRequest does not support them")
         elif version == 0:
             w.write_string(self.key)
@@ -79,7 +79,7 @@ class FindCoordinatorRequest(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default KeyType at version {version} of FindCoordinatorRequest")
             if self.coordinator_keys != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default CoordinatorKeys at version {version} of FindCoordinatorRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FindCoordinatorRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -62,7 +62,7 @@ class FindCoordinatorResponse(Message):
         # The error code, or 0 if there was no error.
         error_message: str | None = ''
         # The error message, or null if there was no error.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 4 <= version <= 6:
@@ -71,7 +71,7 @@ class FindCoordinatorResponse(Message):
                 w.write_compact_string(self.host)
                 w.buf += _S_ih.pack(self.port, self.error_code)
                 w.write_compact_nullable_string(self.error_message)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -123,7 +123,7 @@ class FindCoordinatorResponse(Message):
     # The port.
     coordinators: list[FindCoordinatorResponse.Coordinator] = field(default_factory=list)
     # Each coordinator result in the response
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 4 <= version <= 6:
@@ -139,7 +139,7 @@ class FindCoordinatorResponse(Message):
             w.write_compact_array_length(len(self.coordinators))
             for _e_coordinators in self.coordinators:
                 _e_coordinators.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 3:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_compact_nullable_string(self.error_message)
@@ -148,7 +148,7 @@ class FindCoordinatorResponse(Message):
             w.buf += _S_i.pack(self.port)
             if self.coordinators != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Coordinators at version {version} of FindCoordinatorResponse")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 1 <= version <= 2:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_nullable_string(self.error_message)
@@ -157,7 +157,7 @@ class FindCoordinatorResponse(Message):
             w.buf += _S_i.pack(self.port)
             if self.coordinators != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Coordinators at version {version} of FindCoordinatorResponse")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FindCoordinatorResponse does not support them")
         elif version == 0:
             w.buf += _S_hi.pack(self.error_code, self.node_id)
@@ -165,7 +165,7 @@ class FindCoordinatorResponse(Message):
             w.buf += _S_i.pack(self.port)
             if self.coordinators != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Coordinators at version {version} of FindCoordinatorResponse")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FindCoordinatorResponse does not support them")
         else:
             raise self.unsupported_version(version)

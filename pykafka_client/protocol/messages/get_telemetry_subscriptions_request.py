@@ -44,12 +44,12 @@ class GetTelemetrySubscriptionsRequest(Message):
 
     client_instance_id: uuid.UUID = ZERO_UUID
     # Unique id for this client instance, must be set to 0 on the first request.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
             w.buf += _S_16s.pack(self.client_instance_id.bytes)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -69,7 +69,7 @@ class GetTelemetrySubscriptionsResponse(Message):
     # Flag to indicate monotonic/counter metrics are to be emitted as deltas or cumulative values
     requested_metrics: list[str] = field(default_factory=list)
     # Requested metrics prefix string match. Empty array: No metrics subscribed, Array[0] empty string: All metrics subscribed.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -80,7 +80,7 @@ class GetTelemetrySubscriptionsResponse(Message):
             w.write_compact_array_length(len(self.requested_metrics))
             for _e_requested_metrics in self.requested_metrics:
                 w.write_compact_string(_e_requested_metrics)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

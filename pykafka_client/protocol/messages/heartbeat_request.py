@@ -52,7 +52,7 @@ class HeartbeatRequest(Message):
     # The member ID.
     group_instance_id: str | None = None
     # The unique identifier of the consumer instance provided by end user.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 4:
@@ -60,13 +60,13 @@ class HeartbeatRequest(Message):
             w.buf += _S_i.pack(self.generation_id)
             w.write_compact_string(self.member_id)
             w.write_compact_nullable_string(self.group_instance_id)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 3:
             w.write_string(self.group_id)
             w.buf += _S_i.pack(self.generation_id)
             w.write_string(self.member_id)
             w.write_nullable_string(self.group_instance_id)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of HeartbeatRequest does not support them")
         elif 0 <= version <= 2:
             w.write_string(self.group_id)
@@ -74,7 +74,7 @@ class HeartbeatRequest(Message):
             w.write_string(self.member_id)
             if self.group_instance_id != None:
                 raise UnsupportedVersionError(f"attempted to write a non-default GroupInstanceId at version {version} of HeartbeatRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of HeartbeatRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -47,19 +47,19 @@ class HeartbeatResponse(Message):
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     error_code: int = 0
     # The error code, or 0 if there was no error.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 4:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 1 <= version <= 3:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of HeartbeatResponse does not support them")
         elif version == 0:
             w.buf += _S_h.pack(self.error_code)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of HeartbeatResponse does not support them")
         else:
             raise self.unsupported_version(version)

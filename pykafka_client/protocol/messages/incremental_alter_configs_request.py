@@ -52,19 +52,19 @@ class IncrementalAlterConfigsRequest(Message):
         # The type (Set, Delete, Append, Subtract) of operation.
         value: str | None = ''
         # The value to set for the configuration key.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
                 w.write_compact_string(self.name)
                 w.buf += _S_b.pack(self.config_operation)
                 w.write_compact_nullable_string(self.value)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.write_string(self.name)
                 w.buf += _S_b.pack(self.config_operation)
                 w.write_nullable_string(self.value)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of IncrementalAlterConfigsRequest.AlterableConfig does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -107,7 +107,7 @@ class IncrementalAlterConfigsRequest(Message):
         # The resource name.
         configs: list[IncrementalAlterConfigsRequest.AlterableConfig] = field(default_factory=list)
         # The configurations.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
@@ -116,14 +116,14 @@ class IncrementalAlterConfigsRequest(Message):
                 w.write_compact_array_length(len(self.configs))
                 for _e_configs in self.configs:
                     _e_configs.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.buf += _S_b.pack(self.resource_type)
                 w.write_string(self.resource_name)
                 w.write_array_length(len(self.configs))
                 for _e_configs in self.configs:
                     _e_configs.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of IncrementalAlterConfigsRequest.AlterConfigsResource does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -163,7 +163,7 @@ class IncrementalAlterConfigsRequest(Message):
     # The incremental updates for each resource.
     validate_only: bool = False
     # True if we should validate the request, but not change the configurations.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 1:
@@ -171,13 +171,13 @@ class IncrementalAlterConfigsRequest(Message):
             for _e_resources in self.resources:
                 _e_resources.write(w, version)
             w.buf += _S_o.pack(self.validate_only)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 0:
             w.write_array_length(len(self.resources))
             for _e_resources in self.resources:
                 _e_resources.write(w, version)
             w.buf += _S_o.pack(self.validate_only)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of IncrementalAlterConfigsRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -53,13 +53,13 @@ class InitProducerIdRequest(Message):
     # The producer id. This is used to disambiguate requests if a transactional id is reused following its expiration.
     producer_epoch: int = -1
     # The producer's current epoch. This will be checked against the producer epoch on the broker, and the request will return an error if they do not match.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 3 <= version <= 5:
             w.write_compact_nullable_string(self.transactional_id)
             w.buf += _S_iqh.pack(self.transaction_timeout_ms, self.producer_id, self.producer_epoch)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 2:
             w.write_compact_nullable_string(self.transactional_id)
             w.buf += _S_i.pack(self.transaction_timeout_ms)
@@ -67,7 +67,7 @@ class InitProducerIdRequest(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default ProducerId at version {version} of InitProducerIdRequest")
             if self.producer_epoch != -1:
                 raise UnsupportedVersionError(f"attempted to write a non-default ProducerEpoch at version {version} of InitProducerIdRequest")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.write_nullable_string(self.transactional_id)
             w.buf += _S_i.pack(self.transaction_timeout_ms)
@@ -75,7 +75,7 @@ class InitProducerIdRequest(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default ProducerId at version {version} of InitProducerIdRequest")
             if self.producer_epoch != -1:
                 raise UnsupportedVersionError(f"attempted to write a non-default ProducerEpoch at version {version} of InitProducerIdRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of InitProducerIdRequest does not support them")
         else:
             raise self.unsupported_version(version)

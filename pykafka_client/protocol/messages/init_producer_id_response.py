@@ -52,15 +52,15 @@ class InitProducerIdResponse(Message):
     # The current producer id.
     producer_epoch: int = 0
     # The current epoch associated with the producer id.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 2 <= version <= 5:
             w.buf += _S_ihqh.pack(self.throttle_time_ms, self.error_code, self.producer_id, self.producer_epoch)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.buf += _S_ihqh.pack(self.throttle_time_ms, self.error_code, self.producer_id, self.producer_epoch)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of InitProducerIdResponse does not support them")
         else:
             raise self.unsupported_version(version)

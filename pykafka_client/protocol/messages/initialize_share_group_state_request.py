@@ -53,12 +53,12 @@ class InitializeShareGroupStateRequest(Message):
         # The state epoch for this share-partition.
         start_offset: int = 0
         # The share-partition start offset, or -1 if the start offset is not being initialized.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.buf += _S_iiq.pack(self.partition, self.state_epoch, self.start_offset)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -90,7 +90,7 @@ class InitializeShareGroupStateRequest(Message):
         # The topic identifier.
         partitions: list[InitializeShareGroupStateRequest.PartitionData] = field(default_factory=list)
         # The data for the partitions.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -98,7 +98,7 @@ class InitializeShareGroupStateRequest(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -129,7 +129,7 @@ class InitializeShareGroupStateRequest(Message):
     # The group identifier.
     topics: list[InitializeShareGroupStateRequest.InitializeStateData] = field(default_factory=list)
     # The data for the topics.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -137,7 +137,7 @@ class InitializeShareGroupStateRequest(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

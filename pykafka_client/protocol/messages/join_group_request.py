@@ -49,17 +49,17 @@ class JoinGroupRequest(Message):
         # The protocol name.
         metadata: bytes = b""
         # The protocol metadata.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 6 <= version <= 9:
                 w.write_compact_string(self.name)
                 w.write_compact_bytes(self.metadata)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 5:
                 w.write_string(self.name)
                 w.write_bytes(self.metadata)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of JoinGroupRequest.JoinGroupRequestProtocol does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -112,7 +112,7 @@ class JoinGroupRequest(Message):
     # The list of protocols that the member supports.
     reason: str | None = None
     # The reason why the member (re-)joins the group.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 8 <= version <= 9:
@@ -125,7 +125,7 @@ class JoinGroupRequest(Message):
             for _e_protocols in self.protocols:
                 _e_protocols.write(w, version)
             w.write_compact_nullable_string(self.reason)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 6 <= version <= 7:
             w.write_compact_string(self.group_id)
             w.buf += _S_ii.pack(self.session_timeout_ms, self.rebalance_timeout_ms)
@@ -135,7 +135,7 @@ class JoinGroupRequest(Message):
             w.write_compact_array_length(len(self.protocols))
             for _e_protocols in self.protocols:
                 _e_protocols.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 5:
             w.write_string(self.group_id)
             w.buf += _S_ii.pack(self.session_timeout_ms, self.rebalance_timeout_ms)
@@ -145,7 +145,7 @@ class JoinGroupRequest(Message):
             w.write_array_length(len(self.protocols))
             for _e_protocols in self.protocols:
                 _e_protocols.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of JoinGroupRequest does not support them")
         elif 1 <= version <= 4:
             w.write_string(self.group_id)
@@ -157,7 +157,7 @@ class JoinGroupRequest(Message):
             w.write_array_length(len(self.protocols))
             for _e_protocols in self.protocols:
                 _e_protocols.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of JoinGroupRequest does not support them")
         elif version == 0:
             w.write_string(self.group_id)
@@ -169,7 +169,7 @@ class JoinGroupRequest(Message):
             w.write_array_length(len(self.protocols))
             for _e_protocols in self.protocols:
                 _e_protocols.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of JoinGroupRequest does not support them")
         else:
             raise self.unsupported_version(version)

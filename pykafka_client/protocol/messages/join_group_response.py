@@ -53,24 +53,24 @@ class JoinGroupResponse(Message):
         # The unique identifier of the consumer instance provided by end user.
         metadata: bytes = b""
         # The group member metadata.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 6 <= version <= 9:
                 w.write_compact_string(self.member_id)
                 w.write_compact_nullable_string(self.group_instance_id)
                 w.write_compact_bytes(self.metadata)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 5:
                 w.write_string(self.member_id)
                 w.write_nullable_string(self.group_instance_id)
                 w.write_bytes(self.metadata)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of JoinGroupResponse.JoinGroupResponseMember does not support them")
             elif 0 <= version <= 4:
                 w.write_string(self.member_id)
                 w.write_bytes(self.metadata)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of JoinGroupResponse.JoinGroupResponseMember does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -132,7 +132,7 @@ class JoinGroupResponse(Message):
     member_id: str = ''
     # The member ID assigned by the group coordinator.
     members: list[JoinGroupResponse.JoinGroupResponseMember] = field(default_factory=list)
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 9:
@@ -145,7 +145,7 @@ class JoinGroupResponse(Message):
             w.write_compact_array_length(len(self.members))
             for _e_members in self.members:
                 _e_members.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 7 <= version <= 8:
             w.buf += _S_ihi.pack(self.throttle_time_ms, self.error_code, self.generation_id)
             w.write_compact_nullable_string(self.protocol_type)
@@ -157,7 +157,7 @@ class JoinGroupResponse(Message):
             w.write_compact_array_length(len(self.members))
             for _e_members in self.members:
                 _e_members.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 6:
             w.buf += _S_ihi.pack(self.throttle_time_ms, self.error_code, self.generation_id)
             if self.protocol_name is None:
@@ -170,7 +170,7 @@ class JoinGroupResponse(Message):
             w.write_compact_array_length(len(self.members))
             for _e_members in self.members:
                 _e_members.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 2 <= version <= 5:
             w.buf += _S_ihi.pack(self.throttle_time_ms, self.error_code, self.generation_id)
             if self.protocol_name is None:
@@ -183,7 +183,7 @@ class JoinGroupResponse(Message):
             w.write_array_length(len(self.members))
             for _e_members in self.members:
                 _e_members.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of JoinGroupResponse does not support them")
         elif 0 <= version <= 1:
             w.buf += _S_hi.pack(self.error_code, self.generation_id)
@@ -197,7 +197,7 @@ class JoinGroupResponse(Message):
             w.write_array_length(len(self.members))
             for _e_members in self.members:
                 _e_members.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of JoinGroupResponse does not support them")
         else:
             raise self.unsupported_version(version)

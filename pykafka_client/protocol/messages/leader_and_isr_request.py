@@ -89,7 +89,7 @@ class LeaderAndIsrRequest(Message):
         # Whether the replica should have existed on the broker or not.
         leader_recovery_state: int = 0
         # 1 if the partition is recovering from an unclean leader election; 0 otherwise.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 6 <= version <= 7:
@@ -104,7 +104,7 @@ class LeaderAndIsrRequest(Message):
                 w.write_compact_array_length(len(self.removing_replicas))
                 w.write_fixed_array('i', self.removing_replicas)
                 w.buf += _S_ob.pack(self.is_new, self.leader_recovery_state)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 4 <= version <= 5:
                 w.buf += _S_iiii.pack(self.partition_index, self.controller_epoch, self.leader, self.leader_epoch)
                 w.write_compact_array_length(len(self.isr))
@@ -119,7 +119,7 @@ class LeaderAndIsrRequest(Message):
                 w.buf += _S_o.pack(self.is_new)
                 if self.leader_recovery_state != 0:
                     raise UnsupportedVersionError(f"attempted to write a non-default LeaderRecoveryState at version {version} of LeaderAndIsrRequest.LeaderAndIsrPartitionState")
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 3:
                 w.buf += _S_iiii.pack(self.partition_index, self.controller_epoch, self.leader, self.leader_epoch)
                 w.write_array_length(len(self.isr))
@@ -134,7 +134,7 @@ class LeaderAndIsrRequest(Message):
                 w.buf += _S_o.pack(self.is_new)
                 if self.leader_recovery_state != 0:
                     raise UnsupportedVersionError(f"attempted to write a non-default LeaderRecoveryState at version {version} of LeaderAndIsrRequest.LeaderAndIsrPartitionState")
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrRequest.LeaderAndIsrPartitionState does not support them")
             elif version == 2:
                 w.buf += _S_iiii.pack(self.partition_index, self.controller_epoch, self.leader, self.leader_epoch)
@@ -146,7 +146,7 @@ class LeaderAndIsrRequest(Message):
                 w.buf += _S_o.pack(self.is_new)
                 if self.leader_recovery_state != 0:
                     raise UnsupportedVersionError(f"attempted to write a non-default LeaderRecoveryState at version {version} of LeaderAndIsrRequest.LeaderAndIsrPartitionState")
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrRequest.LeaderAndIsrPartitionState does not support them")
             elif version == 1:
                 w.write_string(self.topic_name)
@@ -159,7 +159,7 @@ class LeaderAndIsrRequest(Message):
                 w.buf += _S_o.pack(self.is_new)
                 if self.leader_recovery_state != 0:
                     raise UnsupportedVersionError(f"attempted to write a non-default LeaderRecoveryState at version {version} of LeaderAndIsrRequest.LeaderAndIsrPartitionState")
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrRequest.LeaderAndIsrPartitionState does not support them")
             elif version == 0:
                 w.write_string(self.topic_name)
@@ -171,7 +171,7 @@ class LeaderAndIsrRequest(Message):
                 w.write_fixed_array('i', self.replicas)
                 if self.leader_recovery_state != 0:
                     raise UnsupportedVersionError(f"attempted to write a non-default LeaderRecoveryState at version {version} of LeaderAndIsrRequest.LeaderAndIsrPartitionState")
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrRequest.LeaderAndIsrPartitionState does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -263,7 +263,7 @@ class LeaderAndIsrRequest(Message):
         # The unique topic ID.
         partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState] = field(default_factory=list)
         # The state of each partition
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 5 <= version <= 7:
@@ -272,19 +272,19 @@ class LeaderAndIsrRequest(Message):
                 w.write_compact_array_length(len(self.partition_states))
                 for _e_partition_states in self.partition_states:
                     _e_partition_states.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 4:
                 w.write_compact_string(self.topic_name)
                 w.write_compact_array_length(len(self.partition_states))
                 for _e_partition_states in self.partition_states:
                     _e_partition_states.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 2 <= version <= 3:
                 w.write_string(self.topic_name)
                 w.write_array_length(len(self.partition_states))
                 for _e_partition_states in self.partition_states:
                     _e_partition_states.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrRequest.LeaderAndIsrTopicState does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -346,19 +346,19 @@ class LeaderAndIsrRequest(Message):
         # The leader's hostname.
         port: int = 0
         # The leader's port.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 4 <= version <= 7:
                 w.buf += _S_i.pack(self.broker_id)
                 w.write_compact_string(self.host_name)
                 w.buf += _S_i.pack(self.port)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 3:
                 w.buf += _S_i.pack(self.broker_id)
                 w.write_string(self.host_name)
                 w.buf += _S_i.pack(self.port)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrRequest.LeaderAndIsrLiveLeader does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -414,7 +414,7 @@ class LeaderAndIsrRequest(Message):
     # Each topic.
     live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader] = field(default_factory=list)
     # The current live leaders.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 7:
@@ -427,7 +427,7 @@ class LeaderAndIsrRequest(Message):
             w.write_compact_array_length(len(self.live_leaders))
             for _e_live_leaders in self.live_leaders:
                 _e_live_leaders.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 5 <= version <= 6:
             w.buf += _S_i.pack(self.controller_id)
             if self.is_k_raft_controller != False:
@@ -441,7 +441,7 @@ class LeaderAndIsrRequest(Message):
             w.write_compact_array_length(len(self.live_leaders))
             for _e_live_leaders in self.live_leaders:
                 _e_live_leaders.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 4:
             w.buf += _S_i.pack(self.controller_id)
             if self.is_k_raft_controller != False:
@@ -457,7 +457,7 @@ class LeaderAndIsrRequest(Message):
             w.write_compact_array_length(len(self.live_leaders))
             for _e_live_leaders in self.live_leaders:
                 _e_live_leaders.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 2 <= version <= 3:
             w.buf += _S_i.pack(self.controller_id)
             if self.is_k_raft_controller != False:
@@ -473,7 +473,7 @@ class LeaderAndIsrRequest(Message):
             w.write_array_length(len(self.live_leaders))
             for _e_live_leaders in self.live_leaders:
                 _e_live_leaders.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrRequest does not support them")
         elif 0 <= version <= 1:
             w.buf += _S_i.pack(self.controller_id)
@@ -490,7 +490,7 @@ class LeaderAndIsrRequest(Message):
             w.write_array_length(len(self.live_leaders))
             for _e_live_leaders in self.live_leaders:
                 _e_live_leaders.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -54,20 +54,20 @@ class LeaderAndIsrResponse(Message):
         # The partition index.
         error_code: int = 0
         # The partition error code, or 0 if there was no error.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 5 <= version <= 7:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 4:
                 w.write_compact_string(self.topic_name)
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 3:
                 w.write_string(self.topic_name)
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrResponse.LeaderAndIsrPartitionError does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -109,7 +109,7 @@ class LeaderAndIsrResponse(Message):
         # The unique topic ID
         partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError] = field(default_factory=list)
         # Each partition.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 5 <= version <= 7:
@@ -117,7 +117,7 @@ class LeaderAndIsrResponse(Message):
                 w.write_compact_array_length(len(self.partition_errors))
                 for _e_partition_errors in self.partition_errors:
                     _e_partition_errors.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -151,7 +151,7 @@ class LeaderAndIsrResponse(Message):
     # Each partition in v0 to v4 message.
     topics: list[LeaderAndIsrResponse.LeaderAndIsrTopicError] = field(default_factory=list)
     # Each topic
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 5 <= version <= 7:
@@ -161,7 +161,7 @@ class LeaderAndIsrResponse(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 4:
             w.buf += _S_h.pack(self.error_code)
             w.write_compact_array_length(len(self.partition_errors))
@@ -169,7 +169,7 @@ class LeaderAndIsrResponse(Message):
                 _e_partition_errors.write(w, version)
             if self.topics != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Topics at version {version} of LeaderAndIsrResponse")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 3:
             w.buf += _S_h.pack(self.error_code)
             w.write_array_length(len(self.partition_errors))
@@ -177,7 +177,7 @@ class LeaderAndIsrResponse(Message):
                 _e_partition_errors.write(w, version)
             if self.topics != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Topics at version {version} of LeaderAndIsrResponse")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -50,17 +50,17 @@ class LeaderChangeMessage(Message):
         voter_id: int = 0
         voter_directory_id: uuid.UUID = ZERO_UUID
         # The directory id of the voter
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
                 w.buf += _S_i16s.pack(self.voter_id, self.voter_directory_id.bytes)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.buf += _S_i.pack(self.voter_id)
                 if self.voter_directory_id != ZERO_UUID:
                     raise UnsupportedVersionError(f"attempted to write a non-default VoterDirectoryId at version {version} of LeaderChangeMessage.Voter")
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -100,7 +100,7 @@ class LeaderChangeMessage(Message):
     # The set of voters in the quorum for this epoch
     granting_voters: list[LeaderChangeMessage.Voter] = field(default_factory=list)
     # The voters who voted for the leader at the time of election
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 0 <= version <= 1:
@@ -111,7 +111,7 @@ class LeaderChangeMessage(Message):
             w.write_compact_array_length(len(self.granting_voters))
             for _e_granting_voters in self.granting_voters:
                 _e_granting_voters.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

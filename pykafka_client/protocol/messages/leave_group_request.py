@@ -50,22 +50,22 @@ class LeaveGroupRequest(Message):
         # The group instance ID to remove from the group.
         reason: str | None = None
         # The reason why the member left the group.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 5:
                 w.write_compact_string(self.member_id)
                 w.write_compact_nullable_string(self.group_instance_id)
                 w.write_compact_nullable_string(self.reason)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 4:
                 w.write_compact_string(self.member_id)
                 w.write_compact_nullable_string(self.group_instance_id)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 3:
                 w.write_string(self.member_id)
                 w.write_nullable_string(self.group_instance_id)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaveGroupRequest.MemberIdentity does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -110,7 +110,7 @@ class LeaveGroupRequest(Message):
     # The member ID to remove from the group.
     members: list[LeaveGroupRequest.MemberIdentity] = field(default_factory=list)
     # List of leaving member identities.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 4 <= version <= 5:
@@ -120,7 +120,7 @@ class LeaveGroupRequest(Message):
             w.write_compact_array_length(len(self.members))
             for _e_members in self.members:
                 _e_members.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 3:
             w.write_string(self.group_id)
             if self.member_id != '':
@@ -128,14 +128,14 @@ class LeaveGroupRequest(Message):
             w.write_array_length(len(self.members))
             for _e_members in self.members:
                 _e_members.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaveGroupRequest does not support them")
         elif 0 <= version <= 2:
             w.write_string(self.group_id)
             w.write_string(self.member_id)
             if self.members != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Members at version {version} of LeaveGroupRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaveGroupRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -52,19 +52,19 @@ class LeaveGroupResponse(Message):
         # The group instance ID to remove from the group.
         error_code: int = 0
         # The error code, or 0 if there was no error.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 4 <= version <= 5:
                 w.write_compact_string(self.member_id)
                 w.write_compact_nullable_string(self.group_instance_id)
                 w.buf += _S_h.pack(self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 3:
                 w.write_string(self.member_id)
                 w.write_nullable_string(self.group_instance_id)
                 w.buf += _S_h.pack(self.error_code)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaveGroupResponse.MemberResponse does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -105,7 +105,7 @@ class LeaveGroupResponse(Message):
     # The error code, or 0 if there was no error.
     members: list[LeaveGroupResponse.MemberResponse] = field(default_factory=list)
     # List of leaving member responses.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 4 <= version <= 5:
@@ -113,25 +113,25 @@ class LeaveGroupResponse(Message):
             w.write_compact_array_length(len(self.members))
             for _e_members in self.members:
                 _e_members.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 3:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_array_length(len(self.members))
             for _e_members in self.members:
                 _e_members.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaveGroupResponse does not support them")
         elif 1 <= version <= 2:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             if self.members != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Members at version {version} of LeaveGroupResponse")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaveGroupResponse does not support them")
         elif version == 0:
             w.buf += _S_h.pack(self.error_code)
             if self.members != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Members at version {version} of LeaveGroupResponse")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaveGroupResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -45,12 +45,12 @@ class ListClientMetricsResourcesResponse(Message):
 
         name: str = ''
         # The resource name.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.write_compact_string(self.name)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -81,7 +81,7 @@ class ListClientMetricsResourcesResponse(Message):
     # The error code, or 0 if there was no error.
     client_metrics_resources: list[ListClientMetricsResourcesResponse.ClientMetricsResource] = field(default_factory=list)
     # Each client metrics resource in the response.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -89,7 +89,7 @@ class ListClientMetricsResourcesResponse(Message):
             w.write_compact_array_length(len(self.client_metrics_resources))
             for _e_client_metrics_resources in self.client_metrics_resources:
                 _e_client_metrics_resources.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -45,7 +45,7 @@ class ListGroupsRequest(Message):
     # The states of the groups we want to list. If empty, all groups are returned with their state.
     types_filter: list[str] = field(default_factory=list)
     # The types of the groups we want to list. If empty, all groups are returned with their type.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 5:
@@ -55,26 +55,26 @@ class ListGroupsRequest(Message):
             w.write_compact_array_length(len(self.types_filter))
             for _e_types_filter in self.types_filter:
                 w.write_compact_string(_e_types_filter)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 4:
             w.write_compact_array_length(len(self.states_filter))
             for _e_states_filter in self.states_filter:
                 w.write_compact_string(_e_states_filter)
             if self.types_filter != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default TypesFilter at version {version} of ListGroupsRequest")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 3:
             if self.states_filter != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default StatesFilter at version {version} of ListGroupsRequest")
             if self.types_filter != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default TypesFilter at version {version} of ListGroupsRequest")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 2:
             if self.states_filter != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default StatesFilter at version {version} of ListGroupsRequest")
             if self.types_filter != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default TypesFilter at version {version} of ListGroupsRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListGroupsRequest does not support them")
         else:
             raise self.unsupported_version(version)

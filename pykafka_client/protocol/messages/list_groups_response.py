@@ -55,7 +55,7 @@ class ListGroupsResponse(Message):
         # The group state name.
         group_type: str = ''
         # The group type name.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 5:
@@ -63,20 +63,20 @@ class ListGroupsResponse(Message):
                 w.write_compact_string(self.protocol_type)
                 w.write_compact_string(self.group_state)
                 w.write_compact_string(self.group_type)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 4:
                 w.write_compact_string(self.group_id)
                 w.write_compact_string(self.protocol_type)
                 w.write_compact_string(self.group_state)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 3:
                 w.write_compact_string(self.group_id)
                 w.write_compact_string(self.protocol_type)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 2:
                 w.write_string(self.group_id)
                 w.write_string(self.protocol_type)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListGroupsResponse.ListedGroup does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -129,7 +129,7 @@ class ListGroupsResponse(Message):
     # The error code, or 0 if there was no error.
     groups: list[ListGroupsResponse.ListedGroup] = field(default_factory=list)
     # Each group in the response.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 3 <= version <= 5:
@@ -137,20 +137,20 @@ class ListGroupsResponse(Message):
             w.write_compact_array_length(len(self.groups))
             for _e_groups in self.groups:
                 _e_groups.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 1 <= version <= 2:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_array_length(len(self.groups))
             for _e_groups in self.groups:
                 _e_groups.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListGroupsResponse does not support them")
         elif version == 0:
             w.buf += _S_h.pack(self.error_code)
             w.write_array_length(len(self.groups))
             for _e_groups in self.groups:
                 _e_groups.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListGroupsResponse does not support them")
         else:
             raise self.unsupported_version(version)

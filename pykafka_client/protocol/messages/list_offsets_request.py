@@ -58,29 +58,29 @@ class ListOffsetsRequest(Message):
         # The current timestamp.
         max_num_offsets: int = 1
         # The maximum number of offsets to report.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 6 <= version <= 10:
                 w.buf += _S_iiq.pack(self.partition_index, self.current_leader_epoch, self.timestamp)
                 if self.max_num_offsets != 1:
                     raise UnsupportedVersionError(f"attempted to write a non-default MaxNumOffsets at version {version} of ListOffsetsRequest.ListOffsetsPartition")
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 4 <= version <= 5:
                 w.buf += _S_iiq.pack(self.partition_index, self.current_leader_epoch, self.timestamp)
                 if self.max_num_offsets != 1:
                     raise UnsupportedVersionError(f"attempted to write a non-default MaxNumOffsets at version {version} of ListOffsetsRequest.ListOffsetsPartition")
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsRequest.ListOffsetsPartition does not support them")
             elif 1 <= version <= 3:
                 w.buf += _S_iq.pack(self.partition_index, self.timestamp)
                 if self.max_num_offsets != 1:
                     raise UnsupportedVersionError(f"attempted to write a non-default MaxNumOffsets at version {version} of ListOffsetsRequest.ListOffsetsPartition")
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsRequest.ListOffsetsPartition does not support them")
             elif version == 0:
                 w.buf += _S_iqi.pack(self.partition_index, self.timestamp, self.max_num_offsets)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsRequest.ListOffsetsPartition does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -123,7 +123,7 @@ class ListOffsetsRequest(Message):
         # The topic name.
         partitions: list[ListOffsetsRequest.ListOffsetsPartition] = field(default_factory=list)
         # Each partition in the request.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 6 <= version <= 10:
@@ -131,13 +131,13 @@ class ListOffsetsRequest(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 5:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsRequest.ListOffsetsTopic does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -190,7 +190,7 @@ class ListOffsetsRequest(Message):
     # Each topic in the request.
     timeout_ms: int = 0
     # The timeout to await a response in milliseconds for requests that require reading from remote storage for topics enabled with tiered storage.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 10:
@@ -199,19 +199,19 @@ class ListOffsetsRequest(Message):
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
             w.buf += _S_i.pack(self.timeout_ms)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 6 <= version <= 9:
             w.buf += _S_ib.pack(self.replica_id, self.isolation_level)
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 2 <= version <= 5:
             w.buf += _S_ib.pack(self.replica_id, self.isolation_level)
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsRequest does not support them")
         elif 0 <= version <= 1:
             w.buf += _S_i.pack(self.replica_id)
@@ -220,7 +220,7 @@ class ListOffsetsRequest(Message):
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -64,7 +64,7 @@ class ListOffsetsResponse(Message):
         offset: int = -1
         # The returned offset.
         leader_epoch: int = -1
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 6 <= version <= 10:
@@ -72,13 +72,13 @@ class ListOffsetsResponse(Message):
                 if self.old_style_offsets != []:
                     raise UnsupportedVersionError(f"attempted to write a non-default OldStyleOffsets at version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse")
                 w.buf += _S_qqi.pack(self.timestamp, self.offset, self.leader_epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 4 <= version <= 5:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
                 if self.old_style_offsets != []:
                     raise UnsupportedVersionError(f"attempted to write a non-default OldStyleOffsets at version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse")
                 w.buf += _S_qqi.pack(self.timestamp, self.offset, self.leader_epoch)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse does not support them")
             elif 1 <= version <= 3:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
@@ -87,7 +87,7 @@ class ListOffsetsResponse(Message):
                 w.buf += _S_qq.pack(self.timestamp, self.offset)
                 if self.leader_epoch != -1:
                     raise UnsupportedVersionError(f"attempted to write a non-default LeaderEpoch at version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse")
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse does not support them")
             elif version == 0:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
@@ -99,7 +99,7 @@ class ListOffsetsResponse(Message):
                     raise UnsupportedVersionError(f"attempted to write a non-default Offset at version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse")
                 if self.leader_epoch != -1:
                     raise UnsupportedVersionError(f"attempted to write a non-default LeaderEpoch at version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse")
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -145,7 +145,7 @@ class ListOffsetsResponse(Message):
         # The topic name
         partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse] = field(default_factory=list)
         # Each partition in the response.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 6 <= version <= 10:
@@ -153,13 +153,13 @@ class ListOffsetsResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 5:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsResponse.ListOffsetsTopicResponse does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -206,7 +206,7 @@ class ListOffsetsResponse(Message):
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     topics: list[ListOffsetsResponse.ListOffsetsTopicResponse] = field(default_factory=list)
     # Each topic in the response.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 6 <= version <= 10:
@@ -214,19 +214,19 @@ class ListOffsetsResponse(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 2 <= version <= 5:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsResponse does not support them")
         elif 0 <= version <= 1:
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsResponse does not support them")
         else:
             raise self.unsupported_version(version)

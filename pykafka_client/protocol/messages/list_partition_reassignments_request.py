@@ -48,14 +48,14 @@ class ListPartitionReassignmentsRequest(Message):
         # The topic name
         partition_indexes: list[int] = field(default_factory=list)
         # The partitions to list partition reassignments for.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.write_compact_string(self.name)
                 w.write_compact_array_length(len(self.partition_indexes))
                 w.write_fixed_array('i', self.partition_indexes)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -85,7 +85,7 @@ class ListPartitionReassignmentsRequest(Message):
     # The time in ms to wait for the request to complete.
     topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None = None
     # The topics to list partition reassignments for, or null to list everything.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -96,7 +96,7 @@ class ListPartitionReassignmentsRequest(Message):
                 w.write_compact_array_length(len(self.topics))
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -55,7 +55,7 @@ class ListPartitionReassignmentsResponse(Message):
         # The set of replicas we are currently adding.
         removing_replicas: list[int] = field(default_factory=list)
         # The set of replicas we are currently removing.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -66,7 +66,7 @@ class ListPartitionReassignmentsResponse(Message):
                 w.write_fixed_array('i', self.adding_replicas)
                 w.write_compact_array_length(len(self.removing_replicas))
                 w.write_fixed_array('i', self.removing_replicas)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -102,7 +102,7 @@ class ListPartitionReassignmentsResponse(Message):
         # The topic name.
         partitions: list[ListPartitionReassignmentsResponse.OngoingPartitionReassignment] = field(default_factory=list)
         # The ongoing reassignments for each partition.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -110,7 +110,7 @@ class ListPartitionReassignmentsResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -147,7 +147,7 @@ class ListPartitionReassignmentsResponse(Message):
     # The top-level error message, or null if there was no error.
     topics: list[ListPartitionReassignmentsResponse.OngoingTopicReassignment] = field(default_factory=list)
     # The ongoing reassignments for each topic.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -156,7 +156,7 @@ class ListPartitionReassignmentsResponse(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

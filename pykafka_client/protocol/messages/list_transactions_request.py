@@ -49,7 +49,7 @@ class ListTransactionsRequest(Message):
     # The producerIds to filter by: if empty, all transactions will be returned; if non-empty, only transactions which match one of the filtered producerIds will be returned
     duration_filter: int = -1
     # Duration (in millis) to filter by: if < 0, all transactions will be returned; otherwise, only transactions running longer than this duration will be returned
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 1:
@@ -59,7 +59,7 @@ class ListTransactionsRequest(Message):
             w.write_compact_array_length(len(self.producer_id_filters))
             w.write_fixed_array('q', self.producer_id_filters)
             w.buf += _S_q.pack(self.duration_filter)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 0:
             w.write_compact_array_length(len(self.state_filters))
             for _e_state_filters in self.state_filters:
@@ -68,7 +68,7 @@ class ListTransactionsRequest(Message):
             w.write_fixed_array('q', self.producer_id_filters)
             if self.duration_filter != -1:
                 raise UnsupportedVersionError(f"attempted to write a non-default DurationFilter at version {version} of ListTransactionsRequest")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

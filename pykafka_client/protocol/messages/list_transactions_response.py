@@ -50,14 +50,14 @@ class ListTransactionsResponse(Message):
         producer_id: int = 0
         transaction_state: str = ''
         # The current transaction state of the producer
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
                 w.write_compact_string(self.transactional_id)
                 w.buf += _S_q.pack(self.producer_id)
                 w.write_compact_string(self.transaction_state)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -93,7 +93,7 @@ class ListTransactionsResponse(Message):
     unknown_state_filters: list[str] = field(default_factory=list)
     # Set of state filters provided in the request which were unknown to the transaction coordinator
     transaction_states: list[ListTransactionsResponse.TransactionState] = field(default_factory=list)
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 0 <= version <= 1:
@@ -104,7 +104,7 @@ class ListTransactionsResponse(Message):
             w.write_compact_array_length(len(self.transaction_states))
             for _e_transaction_states in self.transaction_states:
                 _e_transaction_states.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

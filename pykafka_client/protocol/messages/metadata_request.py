@@ -52,23 +52,23 @@ class MetadataRequest(Message):
         # The topic id.
         name: str | None = ''
         # The topic name.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 10 <= version <= 12:
                 w.buf += _S_16s.pack(self.topic_id.bytes)
                 w.write_compact_nullable_string(self.name)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 9:
                 if self.name is None:
                     raise IllegalArgumentError(f"null value for non-nullable field MetadataRequest.MetadataRequestTopic.Name at version {version}")
                 w.write_compact_string(self.name)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 8:
                 if self.name is None:
                     raise IllegalArgumentError(f"null value for non-nullable field MetadataRequest.MetadataRequestTopic.Name at version {version}")
                 w.write_string(self.name)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataRequest.MetadataRequestTopic does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -112,7 +112,7 @@ class MetadataRequest(Message):
     # Whether to include cluster authorized operations.
     include_topic_authorized_operations: bool = False
     # Whether to include topic authorized operations.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 11 <= version <= 12:
@@ -126,7 +126,7 @@ class MetadataRequest(Message):
             if self.include_cluster_authorized_operations != False:
                 raise UnsupportedVersionError(f"attempted to write a non-default IncludeClusterAuthorizedOperations at version {version} of MetadataRequest")
             w.buf += _S_o.pack(self.include_topic_authorized_operations)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 9 <= version <= 10:
             if self.topics is None:
                 w.buf.append(0)
@@ -135,7 +135,7 @@ class MetadataRequest(Message):
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
             w.buf += _S_ooo.pack(self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 8:
             if self.topics is None:
                 w.buf += b"\xff\xff\xff\xff"
@@ -144,7 +144,7 @@ class MetadataRequest(Message):
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
             w.buf += _S_ooo.pack(self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataRequest does not support them")
         elif 4 <= version <= 7:
             if self.topics is None:
@@ -158,7 +158,7 @@ class MetadataRequest(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default IncludeClusterAuthorizedOperations at version {version} of MetadataRequest")
             if self.include_topic_authorized_operations != False:
                 raise UnsupportedVersionError(f"attempted to write a non-default IncludeTopicAuthorizedOperations at version {version} of MetadataRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataRequest does not support them")
         elif 1 <= version <= 3:
             if self.topics is None:
@@ -173,7 +173,7 @@ class MetadataRequest(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default IncludeClusterAuthorizedOperations at version {version} of MetadataRequest")
             if self.include_topic_authorized_operations != False:
                 raise UnsupportedVersionError(f"attempted to write a non-default IncludeTopicAuthorizedOperations at version {version} of MetadataRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataRequest does not support them")
         elif version == 0:
             if self.topics is None:
@@ -187,7 +187,7 @@ class MetadataRequest(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default IncludeClusterAuthorizedOperations at version {version} of MetadataRequest")
             if self.include_topic_authorized_operations != False:
                 raise UnsupportedVersionError(f"attempted to write a non-default IncludeTopicAuthorizedOperations at version {version} of MetadataRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataRequest does not support them")
         else:
             raise self.unsupported_version(version)

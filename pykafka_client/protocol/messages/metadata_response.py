@@ -60,7 +60,7 @@ class MetadataResponse(Message):
         # The broker port.
         rack: str | None = None
         # The rack of the broker, or null if it has not been assigned to a rack.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 9 <= version <= 12:
@@ -68,19 +68,19 @@ class MetadataResponse(Message):
                 w.write_compact_string(self.host)
                 w.buf += _S_i.pack(self.port)
                 w.write_compact_nullable_string(self.rack)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 1 <= version <= 8:
                 w.buf += _S_i.pack(self.node_id)
                 w.write_string(self.host)
                 w.buf += _S_i.pack(self.port)
                 w.write_nullable_string(self.rack)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse.MetadataResponseBroker does not support them")
             elif version == 0:
                 w.buf += _S_i.pack(self.node_id)
                 w.write_string(self.host)
                 w.buf += _S_i.pack(self.port)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse.MetadataResponseBroker does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -143,7 +143,7 @@ class MetadataResponse(Message):
         # The set of nodes that are in sync with the leader for this partition.
         offline_replicas: list[int] = field(default_factory=list)
         # The set of offline replicas of this partition.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 9 <= version <= 12:
@@ -154,7 +154,7 @@ class MetadataResponse(Message):
                 w.write_fixed_array('i', self.isr_nodes)
                 w.write_compact_array_length(len(self.offline_replicas))
                 w.write_fixed_array('i', self.offline_replicas)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 7 <= version <= 8:
                 w.buf += _S_hiii.pack(self.error_code, self.partition_index, self.leader_id, self.leader_epoch)
                 w.write_array_length(len(self.replica_nodes))
@@ -163,7 +163,7 @@ class MetadataResponse(Message):
                 w.write_fixed_array('i', self.isr_nodes)
                 w.write_array_length(len(self.offline_replicas))
                 w.write_fixed_array('i', self.offline_replicas)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse.MetadataResponsePartition does not support them")
             elif 5 <= version <= 6:
                 w.buf += _S_hii.pack(self.error_code, self.partition_index, self.leader_id)
@@ -173,7 +173,7 @@ class MetadataResponse(Message):
                 w.write_fixed_array('i', self.isr_nodes)
                 w.write_array_length(len(self.offline_replicas))
                 w.write_fixed_array('i', self.offline_replicas)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse.MetadataResponsePartition does not support them")
             elif 0 <= version <= 4:
                 w.buf += _S_hii.pack(self.error_code, self.partition_index, self.leader_id)
@@ -181,7 +181,7 @@ class MetadataResponse(Message):
                 w.write_fixed_array('i', self.replica_nodes)
                 w.write_array_length(len(self.isr_nodes))
                 w.write_fixed_array('i', self.isr_nodes)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse.MetadataResponsePartition does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -250,7 +250,7 @@ class MetadataResponse(Message):
         # Each partition in the topic.
         topic_authorized_operations: int = -2147483648
         # 32-bit bitfield to represent authorized operations for this topic.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 12:
@@ -261,7 +261,7 @@ class MetadataResponse(Message):
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 w.buf += _S_i.pack(self.topic_authorized_operations)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 10 <= version <= 11:
                 w.buf += _S_h.pack(self.error_code)
                 if self.name is None:
@@ -272,7 +272,7 @@ class MetadataResponse(Message):
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 w.buf += _S_i.pack(self.topic_authorized_operations)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 9:
                 w.buf += _S_h.pack(self.error_code)
                 if self.name is None:
@@ -283,7 +283,7 @@ class MetadataResponse(Message):
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 w.buf += _S_i.pack(self.topic_authorized_operations)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 8:
                 w.buf += _S_h.pack(self.error_code)
                 if self.name is None:
@@ -294,7 +294,7 @@ class MetadataResponse(Message):
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 w.buf += _S_i.pack(self.topic_authorized_operations)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse.MetadataResponseTopic does not support them")
             elif 1 <= version <= 7:
                 w.buf += _S_h.pack(self.error_code)
@@ -307,7 +307,7 @@ class MetadataResponse(Message):
                     _e_partitions.write(w, version)
                 if self.topic_authorized_operations != -2147483648:
                     raise UnsupportedVersionError(f"attempted to write a non-default TopicAuthorizedOperations at version {version} of MetadataResponse.MetadataResponseTopic")
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse.MetadataResponseTopic does not support them")
             elif version == 0:
                 w.buf += _S_h.pack(self.error_code)
@@ -319,7 +319,7 @@ class MetadataResponse(Message):
                     _e_partitions.write(w, version)
                 if self.topic_authorized_operations != -2147483648:
                     raise UnsupportedVersionError(f"attempted to write a non-default TopicAuthorizedOperations at version {version} of MetadataResponse.MetadataResponseTopic")
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse.MetadataResponseTopic does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -425,7 +425,7 @@ class MetadataResponse(Message):
     # Each topic in the response.
     cluster_authorized_operations: int = -2147483648
     # 32-bit bitfield to represent authorized operations for this cluster.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 11 <= version <= 12:
@@ -440,7 +440,7 @@ class MetadataResponse(Message):
                 _e_topics.write(w, version)
             if self.cluster_authorized_operations != -2147483648:
                 raise UnsupportedVersionError(f"attempted to write a non-default ClusterAuthorizedOperations at version {version} of MetadataResponse")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 9 <= version <= 10:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_compact_array_length(len(self.brokers))
@@ -452,7 +452,7 @@ class MetadataResponse(Message):
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
             w.buf += _S_i.pack(self.cluster_authorized_operations)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 8:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.brokers))
@@ -464,7 +464,7 @@ class MetadataResponse(Message):
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
             w.buf += _S_i.pack(self.cluster_authorized_operations)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse does not support them")
         elif 3 <= version <= 7:
             w.buf += _S_i.pack(self.throttle_time_ms)
@@ -478,7 +478,7 @@ class MetadataResponse(Message):
                 _e_topics.write(w, version)
             if self.cluster_authorized_operations != -2147483648:
                 raise UnsupportedVersionError(f"attempted to write a non-default ClusterAuthorizedOperations at version {version} of MetadataResponse")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse does not support them")
         elif version == 2:
             w.write_array_length(len(self.brokers))
@@ -491,7 +491,7 @@ class MetadataResponse(Message):
                 _e_topics.write(w, version)
             if self.cluster_authorized_operations != -2147483648:
                 raise UnsupportedVersionError(f"attempted to write a non-default ClusterAuthorizedOperations at version {version} of MetadataResponse")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse does not support them")
         elif version == 1:
             w.write_array_length(len(self.brokers))
@@ -503,7 +503,7 @@ class MetadataResponse(Message):
                 _e_topics.write(w, version)
             if self.cluster_authorized_operations != -2147483648:
                 raise UnsupportedVersionError(f"attempted to write a non-default ClusterAuthorizedOperations at version {version} of MetadataResponse")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse does not support them")
         elif version == 0:
             w.write_array_length(len(self.brokers))
@@ -514,7 +514,7 @@ class MetadataResponse(Message):
                 _e_topics.write(w, version)
             if self.cluster_authorized_operations != -2147483648:
                 raise UnsupportedVersionError(f"attempted to write a non-default ClusterAuthorizedOperations at version {version} of MetadataResponse")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse does not support them")
         else:
             raise self.unsupported_version(version)

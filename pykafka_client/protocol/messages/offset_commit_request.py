@@ -61,7 +61,7 @@ class OffsetCommitRequest(Message):
         # The timestamp of the commit.
         committed_metadata: str | None = ''
         # Any associated metadata the client wants to keep.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 8 <= version <= 9:
@@ -69,32 +69,32 @@ class OffsetCommitRequest(Message):
                 if self.commit_timestamp != -1:
                     raise UnsupportedVersionError(f"attempted to write a non-default CommitTimestamp at version {version} of OffsetCommitRequest.OffsetCommitRequestPartition")
                 w.write_compact_nullable_string(self.committed_metadata)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 6 <= version <= 7:
                 w.buf += _S_iqi.pack(self.partition_index, self.committed_offset, self.committed_leader_epoch)
                 if self.commit_timestamp != -1:
                     raise UnsupportedVersionError(f"attempted to write a non-default CommitTimestamp at version {version} of OffsetCommitRequest.OffsetCommitRequestPartition")
                 w.write_nullable_string(self.committed_metadata)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitRequest.OffsetCommitRequestPartition does not support them")
             elif 2 <= version <= 5:
                 w.buf += _S_iq.pack(self.partition_index, self.committed_offset)
                 if self.commit_timestamp != -1:
                     raise UnsupportedVersionError(f"attempted to write a non-default CommitTimestamp at version {version} of OffsetCommitRequest.OffsetCommitRequestPartition")
                 w.write_nullable_string(self.committed_metadata)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitRequest.OffsetCommitRequestPartition does not support them")
             elif version == 1:
                 w.buf += _S_iqq.pack(self.partition_index, self.committed_offset, self.commit_timestamp)
                 w.write_nullable_string(self.committed_metadata)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitRequest.OffsetCommitRequestPartition does not support them")
             elif version == 0:
                 w.buf += _S_iq.pack(self.partition_index, self.committed_offset)
                 if self.commit_timestamp != -1:
                     raise UnsupportedVersionError(f"attempted to write a non-default CommitTimestamp at version {version} of OffsetCommitRequest.OffsetCommitRequestPartition")
                 w.write_nullable_string(self.committed_metadata)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitRequest.OffsetCommitRequestPartition does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -146,7 +146,7 @@ class OffsetCommitRequest(Message):
         # The topic name.
         partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition] = field(default_factory=list)
         # Each partition to commit offsets for.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 8 <= version <= 9:
@@ -154,13 +154,13 @@ class OffsetCommitRequest(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 7:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitRequest.OffsetCommitRequestTopic does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -224,7 +224,7 @@ class OffsetCommitRequest(Message):
     # The time period in ms to retain the offset.
     topics: list[OffsetCommitRequest.OffsetCommitRequestTopic] = field(default_factory=list)
     # The topics to commit offsets for.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 8 <= version <= 9:
@@ -235,7 +235,7 @@ class OffsetCommitRequest(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 7:
             w.write_string(self.group_id)
             w.buf += _S_i.pack(self.generation_id_or_member_epoch)
@@ -244,7 +244,7 @@ class OffsetCommitRequest(Message):
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitRequest does not support them")
         elif 5 <= version <= 6:
             w.write_string(self.group_id)
@@ -255,7 +255,7 @@ class OffsetCommitRequest(Message):
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitRequest does not support them")
         elif 2 <= version <= 4:
             w.write_string(self.group_id)
@@ -267,7 +267,7 @@ class OffsetCommitRequest(Message):
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitRequest does not support them")
         elif version == 1:
             w.write_string(self.group_id)
@@ -278,7 +278,7 @@ class OffsetCommitRequest(Message):
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitRequest does not support them")
         elif version == 0:
             w.write_string(self.group_id)
@@ -287,7 +287,7 @@ class OffsetCommitRequest(Message):
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -49,15 +49,15 @@ class OffsetCommitResponse(Message):
         # The partition index.
         error_code: int = 0
         # The error code, or 0 if there was no error.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 8 <= version <= 9:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 7:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitResponse.OffsetCommitResponsePartition does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -92,7 +92,7 @@ class OffsetCommitResponse(Message):
         # The topic name.
         partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition] = field(default_factory=list)
         # The responses for each partition in the topic.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 8 <= version <= 9:
@@ -100,13 +100,13 @@ class OffsetCommitResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 7:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitResponse.OffsetCommitResponseTopic does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -143,7 +143,7 @@ class OffsetCommitResponse(Message):
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     topics: list[OffsetCommitResponse.OffsetCommitResponseTopic] = field(default_factory=list)
     # The responses for each topic.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 8 <= version <= 9:
@@ -151,19 +151,19 @@ class OffsetCommitResponse(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 3 <= version <= 7:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitResponse does not support them")
         elif 0 <= version <= 2:
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitResponse does not support them")
         else:
             raise self.unsupported_version(version)

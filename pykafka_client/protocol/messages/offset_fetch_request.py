@@ -49,19 +49,19 @@ class OffsetFetchRequest(Message):
         # The topic name.
         partition_indexes: list[int] = field(default_factory=list)
         # The partition indexes we would like to fetch offsets for.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 6 <= version <= 7:
                 w.write_compact_string(self.name)
                 w.write_compact_array_length(len(self.partition_indexes))
                 w.write_fixed_array('i', self.partition_indexes)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 5:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partition_indexes))
                 w.write_fixed_array('i', self.partition_indexes)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetFetchRequest.OffsetFetchRequestTopic does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -98,14 +98,14 @@ class OffsetFetchRequest(Message):
         # The topic name.
         partition_indexes: list[int] = field(default_factory=list)
         # The partition indexes we would like to fetch offsets for.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 8 <= version <= 9:
                 w.write_compact_string(self.name)
                 w.write_compact_array_length(len(self.partition_indexes))
                 w.write_fixed_array('i', self.partition_indexes)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -143,7 +143,7 @@ class OffsetFetchRequest(Message):
         # The member epoch if using the new consumer protocol (KIP-848).
         topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None = field(default_factory=list)
         # Each topic we would like to fetch offsets for, or null to fetch offsets for all topics.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 9:
@@ -156,7 +156,7 @@ class OffsetFetchRequest(Message):
                     w.write_compact_array_length(len(self.topics))
                     for _e_topics in self.topics:
                         _e_topics.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 8:
                 w.write_compact_string(self.group_id)
                 if self.topics is None:
@@ -165,7 +165,7 @@ class OffsetFetchRequest(Message):
                     w.write_compact_array_length(len(self.topics))
                     for _e_topics in self.topics:
                         _e_topics.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -212,7 +212,7 @@ class OffsetFetchRequest(Message):
     # Each group we would like to fetch offsets for
     require_stable: bool = False
     # Whether broker should hold on returning unstable offsets but set a retriable error code for the partitions.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 8 <= version <= 9:
@@ -224,7 +224,7 @@ class OffsetFetchRequest(Message):
             for _e_groups in self.groups:
                 _e_groups.write(w, version)
             w.buf += _S_o.pack(self.require_stable)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 7:
             w.write_compact_string(self.group_id)
             if self.topics is None:
@@ -236,7 +236,7 @@ class OffsetFetchRequest(Message):
             if self.groups != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Groups at version {version} of OffsetFetchRequest")
             w.buf += _S_o.pack(self.require_stable)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 6:
             w.write_compact_string(self.group_id)
             if self.topics is None:
@@ -249,7 +249,7 @@ class OffsetFetchRequest(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default Groups at version {version} of OffsetFetchRequest")
             if self.require_stable != False:
                 raise UnsupportedVersionError(f"attempted to write a non-default RequireStable at version {version} of OffsetFetchRequest")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 2 <= version <= 5:
             w.write_string(self.group_id)
             if self.topics is None:
@@ -262,7 +262,7 @@ class OffsetFetchRequest(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default Groups at version {version} of OffsetFetchRequest")
             if self.require_stable != False:
                 raise UnsupportedVersionError(f"attempted to write a non-default RequireStable at version {version} of OffsetFetchRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetFetchRequest does not support them")
         elif 0 <= version <= 1:
             w.write_string(self.group_id)
@@ -275,7 +275,7 @@ class OffsetFetchRequest(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default Groups at version {version} of OffsetFetchRequest")
             if self.require_stable != False:
                 raise UnsupportedVersionError(f"attempted to write a non-default RequireStable at version {version} of OffsetFetchRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetFetchRequest does not support them")
         else:
             raise self.unsupported_version(version)

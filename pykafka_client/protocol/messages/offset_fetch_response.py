@@ -60,25 +60,25 @@ class OffsetFetchResponse(Message):
         # The partition metadata.
         error_code: int = 0
         # The error code, or 0 if there was no error.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 6 <= version <= 7:
                 w.buf += _S_iqi.pack(self.partition_index, self.committed_offset, self.committed_leader_epoch)
                 w.write_compact_nullable_string(self.metadata)
                 w.buf += _S_h.pack(self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 5:
                 w.buf += _S_iqi.pack(self.partition_index, self.committed_offset, self.committed_leader_epoch)
                 w.write_nullable_string(self.metadata)
                 w.buf += _S_h.pack(self.error_code)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetFetchResponse.OffsetFetchResponsePartition does not support them")
             elif 0 <= version <= 4:
                 w.buf += _S_iq.pack(self.partition_index, self.committed_offset)
                 w.write_nullable_string(self.metadata)
                 w.buf += _S_h.pack(self.error_code)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetFetchResponse.OffsetFetchResponsePartition does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -125,7 +125,7 @@ class OffsetFetchResponse(Message):
         # The topic name.
         partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition] = field(default_factory=list)
         # The responses per partition
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 6 <= version <= 7:
@@ -133,13 +133,13 @@ class OffsetFetchResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 5:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetFetchResponse.OffsetFetchResponseTopic does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -192,14 +192,14 @@ class OffsetFetchResponse(Message):
         # The partition metadata.
         error_code: int = 0
         # The partition-level error code, or 0 if there was no error.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 8 <= version <= 9:
                 w.buf += _S_iqi.pack(self.partition_index, self.committed_offset, self.committed_leader_epoch)
                 w.write_compact_nullable_string(self.metadata)
                 w.buf += _S_h.pack(self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -235,7 +235,7 @@ class OffsetFetchResponse(Message):
         # The topic name.
         partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions] = field(default_factory=list)
         # The responses per partition
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 8 <= version <= 9:
@@ -243,7 +243,7 @@ class OffsetFetchResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -279,7 +279,7 @@ class OffsetFetchResponse(Message):
         # The responses per topic.
         error_code: int = 0
         # The group-level error code, or 0 if there was no error.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 8 <= version <= 9:
@@ -288,7 +288,7 @@ class OffsetFetchResponse(Message):
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
                 w.buf += _S_h.pack(self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -327,7 +327,7 @@ class OffsetFetchResponse(Message):
     # The top-level error code, or 0 if there was no error.
     groups: list[OffsetFetchResponse.OffsetFetchResponseGroup] = field(default_factory=list)
     # The responses per group id.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 8 <= version <= 9:
@@ -337,7 +337,7 @@ class OffsetFetchResponse(Message):
             w.write_compact_array_length(len(self.groups))
             for _e_groups in self.groups:
                 _e_groups.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 6 <= version <= 7:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_compact_array_length(len(self.topics))
@@ -346,7 +346,7 @@ class OffsetFetchResponse(Message):
             w.buf += _S_h.pack(self.error_code)
             if self.groups != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Groups at version {version} of OffsetFetchResponse")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 3 <= version <= 5:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.topics))
@@ -355,7 +355,7 @@ class OffsetFetchResponse(Message):
             w.buf += _S_h.pack(self.error_code)
             if self.groups != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Groups at version {version} of OffsetFetchResponse")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetFetchResponse does not support them")
         elif version == 2:
             w.write_array_length(len(self.topics))
@@ -364,7 +364,7 @@ class OffsetFetchResponse(Message):
             w.buf += _S_h.pack(self.error_code)
             if self.groups != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Groups at version {version} of OffsetFetchResponse")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetFetchResponse does not support them")
         elif 0 <= version <= 1:
             w.write_array_length(len(self.topics))
@@ -372,7 +372,7 @@ class OffsetFetchResponse(Message):
                 _e_topics.write(w, version)
             if self.groups != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Groups at version {version} of OffsetFetchResponse")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetFetchResponse does not support them")
         else:
             raise self.unsupported_version(version)

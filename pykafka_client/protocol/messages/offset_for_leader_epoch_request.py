@@ -53,19 +53,19 @@ class OffsetForLeaderEpochRequest(Message):
         # An epoch used to fence consumers/replicas with old metadata. If the epoch provided by the client is larger than the current epoch known to the broker, then the UNKNOWN_LEADER_EPOCH error code will ...
         leader_epoch: int = 0
         # The epoch to look up an offset for.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 4:
                 w.buf += _S_iii.pack(self.partition, self.current_leader_epoch, self.leader_epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 2 <= version <= 3:
                 w.buf += _S_iii.pack(self.partition, self.current_leader_epoch, self.leader_epoch)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochRequest.OffsetForLeaderPartition does not support them")
             elif 0 <= version <= 1:
                 w.buf += _S_ii.pack(self.partition, self.leader_epoch)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochRequest.OffsetForLeaderPartition does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -104,7 +104,7 @@ class OffsetForLeaderEpochRequest(Message):
         # The topic name.
         partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition] = field(default_factory=list)
         # Each partition to get offsets for.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 4:
@@ -112,13 +112,13 @@ class OffsetForLeaderEpochRequest(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 3:
                 w.write_string(self.topic)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochRequest.OffsetForLeaderTopic does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -160,7 +160,7 @@ class OffsetForLeaderEpochRequest(Message):
     # The broker ID of the follower, of -1 if this request is from a consumer.
     topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic] = field(default_factory=list)
     # Each topic to get offsets for.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 4:
@@ -168,19 +168,19 @@ class OffsetForLeaderEpochRequest(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 3:
             w.buf += _S_i.pack(self.replica_id)
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochRequest does not support them")
         elif 0 <= version <= 2:
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -56,19 +56,19 @@ class OffsetForLeaderEpochResponse(Message):
         # The leader epoch of the partition.
         end_offset: int = -1
         # The end offset of the epoch.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 4:
                 w.buf += _S_hiiq.pack(self.error_code, self.partition, self.leader_epoch, self.end_offset)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 1 <= version <= 3:
                 w.buf += _S_hiiq.pack(self.error_code, self.partition, self.leader_epoch, self.end_offset)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochResponse.EpochEndOffset does not support them")
             elif version == 0:
                 w.buf += _S_hiq.pack(self.error_code, self.partition, self.end_offset)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochResponse.EpochEndOffset does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -108,7 +108,7 @@ class OffsetForLeaderEpochResponse(Message):
         # The topic name.
         partitions: list[OffsetForLeaderEpochResponse.EpochEndOffset] = field(default_factory=list)
         # Each partition in the topic we fetched offsets for.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 4:
@@ -116,13 +116,13 @@ class OffsetForLeaderEpochResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 3:
                 w.write_string(self.topic)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -164,7 +164,7 @@ class OffsetForLeaderEpochResponse(Message):
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult] = field(default_factory=list)
     # Each topic we fetched offsets for.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 4:
@@ -172,19 +172,19 @@ class OffsetForLeaderEpochResponse(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 2 <= version <= 3:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochResponse does not support them")
         elif 0 <= version <= 1:
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochResponse does not support them")
         else:
             raise self.unsupported_version(version)

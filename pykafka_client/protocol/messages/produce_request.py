@@ -49,17 +49,17 @@ class ProduceRequest(Message):
         # The partition index.
         records: RecordsLike | None = None
         # The record data to be produced.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 9 <= version <= 11:
                 w.buf += _S_i.pack(self.index)
                 w.write_records_field(self.records, True)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 8:
                 w.buf += _S_i.pack(self.index)
                 w.write_records_field(self.records, False)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceRequest.PartitionProduceData does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -96,7 +96,7 @@ class ProduceRequest(Message):
         # The topic name.
         partition_data: list[ProduceRequest.PartitionProduceData] = field(default_factory=list)
         # Each partition to produce to.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 9 <= version <= 11:
@@ -104,13 +104,13 @@ class ProduceRequest(Message):
                 w.write_compact_array_length(len(self.partition_data))
                 for _e_partition_data in self.partition_data:
                     _e_partition_data.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 8:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partition_data))
                 for _e_partition_data in self.partition_data:
                     _e_partition_data.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceRequest.TopicProduceData does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -153,7 +153,7 @@ class ProduceRequest(Message):
     # The timeout to await a response in milliseconds.
     topic_data: list[ProduceRequest.TopicProduceData] = field(default_factory=list)
     # Each topic to produce to.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 9 <= version <= 11:
@@ -162,14 +162,14 @@ class ProduceRequest(Message):
             w.write_compact_array_length(len(self.topic_data))
             for _e_topic_data in self.topic_data:
                 _e_topic_data.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 3 <= version <= 8:
             w.write_nullable_string(self.transactional_id)
             w.buf += _S_hi.pack(self.acks, self.timeout_ms)
             w.write_array_length(len(self.topic_data))
             for _e_topic_data in self.topic_data:
                 _e_topic_data.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceRequest does not support them")
         elif 0 <= version <= 2:
             if self.transactional_id != None:
@@ -178,7 +178,7 @@ class ProduceRequest(Message):
             w.write_array_length(len(self.topic_data))
             for _e_topic_data in self.topic_data:
                 _e_topic_data.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -52,17 +52,17 @@ class ProduceResponse(Message):
         # The batch index of the record that cause the batch to be dropped
         batch_index_error_message: str | None = None
         # The error message of the record that caused the batch to be dropped
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 9 <= version <= 11:
                 w.buf += _S_i.pack(self.batch_index)
                 w.write_compact_nullable_string(self.batch_index_error_message)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 8:
                 w.buf += _S_i.pack(self.batch_index)
                 w.write_nullable_string(self.batch_index_error_message)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse.BatchIndexAndErrorMessage does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -99,12 +99,12 @@ class ProduceResponse(Message):
         # The ID of the current leader or -1 if the leader is unknown.
         leader_epoch: int = -1
         # The latest known leader epoch
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 10 <= version <= 11:
                 w.buf += _S_ii.pack(self.leader_id, self.leader_epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -152,7 +152,7 @@ class ProduceResponse(Message):
         error_message: str | None = None
         # The global error message summarizing the common root cause of the records that caused the batch to be dropped
         current_leader: ProduceResponse.LeaderIdAndEpoch = field(default_factory=lambda: ProduceResponse.LeaderIdAndEpoch())
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             _tags: list[tuple[int, bytes]]
@@ -167,8 +167,8 @@ class ProduceResponse(Message):
                     _tw = Writer()
                     self.current_leader.write(_tw, version)
                     _tags.append((0, _tw.to_bytes()))
-                if self._unknown_tagged_fields:
-                    _tags.extend(self._unknown_tagged_fields)
+                if self.unknown_tagged_fields:
+                    _tags.extend(self.unknown_tagged_fields)
                     _tags.sort(key=_tag_key)
                 w.write_tags(_tags)
             elif version == 9:
@@ -179,7 +179,7 @@ class ProduceResponse(Message):
                 w.write_compact_nullable_string(self.error_message)
                 if self.current_leader != _T_LeaderIdAndEpoch():
                     raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of ProduceResponse.PartitionProduceResponse")
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 8:
                 w.buf += _S_ihqqq.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
                 w.write_array_length(len(self.record_errors))
@@ -188,25 +188,25 @@ class ProduceResponse(Message):
                 w.write_nullable_string(self.error_message)
                 if self.current_leader != _T_LeaderIdAndEpoch():
                     raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of ProduceResponse.PartitionProduceResponse")
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse.PartitionProduceResponse does not support them")
             elif 5 <= version <= 7:
                 w.buf += _S_ihqqq.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
                 if self.current_leader != _T_LeaderIdAndEpoch():
                     raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of ProduceResponse.PartitionProduceResponse")
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse.PartitionProduceResponse does not support them")
             elif 2 <= version <= 4:
                 w.buf += _S_ihqq.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms)
                 if self.current_leader != _T_LeaderIdAndEpoch():
                     raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of ProduceResponse.PartitionProduceResponse")
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse.PartitionProduceResponse does not support them")
             elif 0 <= version <= 1:
                 w.buf += _S_ihq.pack(self.index, self.error_code, self.base_offset)
                 if self.current_leader != _T_LeaderIdAndEpoch():
                     raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of ProduceResponse.PartitionProduceResponse")
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse.PartitionProduceResponse does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -280,7 +280,7 @@ class ProduceResponse(Message):
         # The topic name
         partition_responses: list[ProduceResponse.PartitionProduceResponse] = field(default_factory=list)
         # Each partition that we produced to within the topic.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 9 <= version <= 11:
@@ -288,13 +288,13 @@ class ProduceResponse(Message):
                 w.write_compact_array_length(len(self.partition_responses))
                 for _e_partition_responses in self.partition_responses:
                     _e_partition_responses.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 8:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partition_responses))
                 for _e_partition_responses in self.partition_responses:
                     _e_partition_responses.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse.TopicProduceResponse does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -354,7 +354,7 @@ class ProduceResponse(Message):
         # The node's port.
         rack: str | None = None
         # The rack of the node, or null if it has not been assigned to a rack.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 10 <= version <= 11:
@@ -362,7 +362,7 @@ class ProduceResponse(Message):
                 w.write_compact_string(self.host)
                 w.buf += _S_i.pack(self.port)
                 w.write_compact_nullable_string(self.rack)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -399,7 +399,7 @@ class ProduceResponse(Message):
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     node_endpoints: list[ProduceResponse.NodeEndpoint] = field(default_factory=list)
     # Endpoints for all current-leaders enumerated in PartitionProduceResponses, with errors NOT_LEADER_OR_FOLLOWER.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         _tags: list[tuple[int, bytes]]
@@ -415,8 +415,8 @@ class ProduceResponse(Message):
                 for _e_node_endpoints in self.node_endpoints:
                     _e_node_endpoints.write(_tw, version)
                 _tags.append((0, _tw.to_bytes()))
-            if self._unknown_tagged_fields:
-                _tags.extend(self._unknown_tagged_fields)
+            if self.unknown_tagged_fields:
+                _tags.extend(self.unknown_tagged_fields)
                 _tags.sort(key=_tag_key)
             w.write_tags(_tags)
         elif version == 9:
@@ -426,7 +426,7 @@ class ProduceResponse(Message):
             w.buf += _S_i.pack(self.throttle_time_ms)
             if self.node_endpoints != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of ProduceResponse")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 1 <= version <= 8:
             w.write_array_length(len(self.responses))
             for _e_responses in self.responses:
@@ -434,7 +434,7 @@ class ProduceResponse(Message):
             w.buf += _S_i.pack(self.throttle_time_ms)
             if self.node_endpoints != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of ProduceResponse")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse does not support them")
         elif version == 0:
             w.write_array_length(len(self.responses))
@@ -442,7 +442,7 @@ class ProduceResponse(Message):
                 _e_responses.write(w, version)
             if self.node_endpoints != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of ProduceResponse")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse does not support them")
         else:
             raise self.unsupported_version(version)

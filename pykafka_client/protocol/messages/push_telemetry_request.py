@@ -56,13 +56,13 @@ class PushTelemetryRequest(Message):
     # Compression codec used to compress the metrics.
     metrics: bytes = b""
     # Metrics encoded in OpenTelemetry MetricsData v1 protobuf format.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
             w.buf += _S_16siob.pack(self.client_instance_id.bytes, self.subscription_id, self.terminating, self.compression_type)
             w.write_compact_bytes(self.metrics)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -58,12 +58,12 @@ class ReadShareGroupStateResponse(Message):
         # The state - 0:Available,2:Acked,4:Archived.
         delivery_count: int = 0
         # The delivery count.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.buf += _S_qqbh.pack(self.first_offset, self.last_offset, self.delivery_state, self.delivery_count)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -107,7 +107,7 @@ class ReadShareGroupStateResponse(Message):
         start_offset: int = 0
         # The share-partition start offset, which can be -1 if it is not yet initialized.
         state_batches: list[ReadShareGroupStateResponse.StateBatch] = field(default_factory=list)
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -117,7 +117,7 @@ class ReadShareGroupStateResponse(Message):
                 w.write_compact_array_length(len(self.state_batches))
                 for _e_state_batches in self.state_batches:
                     _e_state_batches.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -156,7 +156,7 @@ class ReadShareGroupStateResponse(Message):
         # The topic identifier
         partitions: list[ReadShareGroupStateResponse.PartitionResult] = field(default_factory=list)
         # The results for the partitions.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -164,7 +164,7 @@ class ReadShareGroupStateResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -192,14 +192,14 @@ class ReadShareGroupStateResponse(Message):
 
     results: list[ReadShareGroupStateResponse.ReadStateResult] = field(default_factory=list)
     # The read results
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
             w.write_compact_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -50,12 +50,12 @@ class ReadShareGroupStateSummaryRequest(Message):
         # The partition index.
         leader_epoch: int = 0
         # The leader epoch of the share-partition.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
                 w.buf += _S_ii.pack(self.partition, self.leader_epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -86,7 +86,7 @@ class ReadShareGroupStateSummaryRequest(Message):
         # The topic identifier.
         partitions: list[ReadShareGroupStateSummaryRequest.PartitionData] = field(default_factory=list)
         # The data for the partitions.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
@@ -94,7 +94,7 @@ class ReadShareGroupStateSummaryRequest(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -125,7 +125,7 @@ class ReadShareGroupStateSummaryRequest(Message):
     # The group identifier.
     topics: list[ReadShareGroupStateSummaryRequest.ReadStateSummaryData] = field(default_factory=list)
     # The data for the topics.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 0 <= version <= 1:
@@ -133,7 +133,7 @@ class ReadShareGroupStateSummaryRequest(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -69,14 +69,14 @@ class ReadShareGroupStateSummaryResponse(Message):
         # The share-partition start offset.
         delivery_complete_count: int = -1
         # The number of offsets greater than or equal to share-partition start offset for which delivery has been completed.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
                 w.buf += _S_ih.pack(self.partition, self.error_code)
                 w.write_compact_nullable_string(self.error_message)
                 w.buf += _S_iiqi.pack(self.state_epoch, self.leader_epoch, self.start_offset, self.delivery_complete_count)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.buf += _S_ih.pack(self.partition, self.error_code)
                 w.write_compact_nullable_string(self.error_message)
@@ -86,7 +86,7 @@ class ReadShareGroupStateSummaryResponse(Message):
                 w.buf += _S_q.pack(self.start_offset)
                 if self.delivery_complete_count != -1:
                     raise UnsupportedVersionError(f"attempted to write a non-default DeliveryCompleteCount at version {version} of ReadShareGroupStateSummaryResponse.PartitionResult")
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -130,7 +130,7 @@ class ReadShareGroupStateSummaryResponse(Message):
         # The topic identifier
         partitions: list[ReadShareGroupStateSummaryResponse.PartitionResult] = field(default_factory=list)
         # The results for the partitions.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
@@ -138,7 +138,7 @@ class ReadShareGroupStateSummaryResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -172,14 +172,14 @@ class ReadShareGroupStateSummaryResponse(Message):
 
     results: list[ReadShareGroupStateSummaryResponse.ReadStateSummaryResult] = field(default_factory=list)
     # The read results
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 0 <= version <= 1:
             w.write_compact_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -49,13 +49,13 @@ class RemoveRaftVoterRequest(Message):
     # The replica id of the voter getting removed from the topic partition
     voter_directory_id: uuid.UUID = ZERO_UUID
     # The directory id of the voter getting removed from the topic partition
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
             w.write_compact_nullable_string(self.cluster_id)
             w.buf += _S_i16s.pack(self.voter_id, self.voter_directory_id.bytes)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

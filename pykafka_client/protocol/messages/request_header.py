@@ -52,21 +52,21 @@ class RequestHeader(Message):
     # The correlation ID of this request.
     client_id: str | None = ''
     # The client ID string.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 2:
             w.buf += _S_hhi.pack(self.request_api_key, self.request_api_version, self.correlation_id)
             w.write_nullable_string(self.client_id)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 1:
             w.buf += _S_hhi.pack(self.request_api_key, self.request_api_version, self.correlation_id)
             w.write_nullable_string(self.client_id)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of RequestHeader does not support them")
         elif version == 0:
             w.buf += _S_hhi.pack(self.request_api_key, self.request_api_version, self.correlation_id)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of RequestHeader does not support them")
         else:
             raise self.unsupported_version(version)

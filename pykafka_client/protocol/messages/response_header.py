@@ -43,15 +43,15 @@ class ResponseHeader(Message):
 
     correlation_id: int = 0
     # The correlation ID of this response.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 1:
             w.buf += _S_i.pack(self.correlation_id)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 0:
             w.buf += _S_i.pack(self.correlation_id)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ResponseHeader does not support them")
         else:
             raise self.unsupported_version(version)

@@ -42,15 +42,15 @@ class SaslAuthenticateRequest(Message):
 
     auth_bytes: bytes = b""
     # The SASL authentication bytes from the client, as defined by the SASL mechanism.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 2:
             w.write_compact_bytes(self.auth_bytes)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.write_bytes(self.auth_bytes)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SaslAuthenticateRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -53,7 +53,7 @@ class SaslAuthenticateResponse(Message):
     # The SASL authentication bytes from the server, as defined by the SASL mechanism.
     session_lifetime_ms: int = 0
     # Number of milliseconds after which only re-authentication over the existing connection to create a new session can occur.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 2:
@@ -61,19 +61,19 @@ class SaslAuthenticateResponse(Message):
             w.write_compact_nullable_string(self.error_message)
             w.write_compact_bytes(self.auth_bytes)
             w.buf += _S_q.pack(self.session_lifetime_ms)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 1:
             w.buf += _S_h.pack(self.error_code)
             w.write_nullable_string(self.error_message)
             w.write_bytes(self.auth_bytes)
             w.buf += _S_q.pack(self.session_lifetime_ms)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SaslAuthenticateResponse does not support them")
         elif version == 0:
             w.buf += _S_h.pack(self.error_code)
             w.write_nullable_string(self.error_message)
             w.write_bytes(self.auth_bytes)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SaslAuthenticateResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -54,14 +54,14 @@ class ShareAcknowledgeRequest(Message):
         # Last offset (inclusive) of batch of records to acknowledge.
         acknowledge_types: list[int] = field(default_factory=list)
         # Array of acknowledge types - 0:Gap,1:Accept,2:Release,3:Reject.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
                 w.buf += _S_qq.pack(self.first_offset, self.last_offset)
                 w.write_compact_array_length(len(self.acknowledge_types))
                 w.write_fixed_array('b', self.acknowledge_types)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -94,7 +94,7 @@ class ShareAcknowledgeRequest(Message):
         # The partition index.
         acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgementBatch] = field(default_factory=list)
         # Record batches to acknowledge.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
@@ -102,7 +102,7 @@ class ShareAcknowledgeRequest(Message):
                 w.write_compact_array_length(len(self.acknowledgement_batches))
                 for _e_acknowledgement_batches in self.acknowledgement_batches:
                     _e_acknowledgement_batches.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -135,7 +135,7 @@ class ShareAcknowledgeRequest(Message):
         # The unique topic ID.
         partitions: list[ShareAcknowledgeRequest.AcknowledgePartition] = field(default_factory=list)
         # The partitions containing records to acknowledge.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
@@ -143,7 +143,7 @@ class ShareAcknowledgeRequest(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -180,7 +180,7 @@ class ShareAcknowledgeRequest(Message):
     # The current share session epoch: 0 to open a share session; -1 to close it; otherwise increments for consecutive requests.
     topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = field(default_factory=list)
     # The topics containing records to acknowledge.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 0 <= version <= 1:
@@ -190,7 +190,7 @@ class ShareAcknowledgeRequest(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -52,12 +52,12 @@ class ShareAcknowledgeResponse(Message):
         # The ID of the current leader or -1 if the leader is unknown.
         leader_epoch: int = 0
         # The latest known leader epoch.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
                 w.buf += _S_ii.pack(self.leader_id, self.leader_epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -93,14 +93,14 @@ class ShareAcknowledgeResponse(Message):
         error_message: str | None = None
         # The error message, or null if there was no error.
         current_leader: ShareAcknowledgeResponse.LeaderIdAndEpoch = field(default_factory=lambda: ShareAcknowledgeResponse.LeaderIdAndEpoch())
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
                 w.write_compact_nullable_string(self.error_message)
                 self.current_leader.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -135,7 +135,7 @@ class ShareAcknowledgeResponse(Message):
         # The unique topic ID.
         partitions: list[ShareAcknowledgeResponse.PartitionData] = field(default_factory=list)
         # The topic partitions.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
@@ -143,7 +143,7 @@ class ShareAcknowledgeResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -182,7 +182,7 @@ class ShareAcknowledgeResponse(Message):
         # The node's port.
         rack: str | None = None
         # The rack of the node, or null if it has not been assigned to a rack.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
@@ -190,7 +190,7 @@ class ShareAcknowledgeResponse(Message):
                 w.write_compact_string(self.host)
                 w.buf += _S_i.pack(self.port)
                 w.write_compact_nullable_string(self.rack)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -233,7 +233,7 @@ class ShareAcknowledgeResponse(Message):
     # The response topics.
     node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] = field(default_factory=list)
     # Endpoints for all current leaders enumerated in PartitionData with error NOT_LEADER_OR_FOLLOWER.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 0 <= version <= 1:
@@ -245,7 +245,7 @@ class ShareAcknowledgeResponse(Message):
             w.write_compact_array_length(len(self.node_endpoints))
             for _e_node_endpoints in self.node_endpoints:
                 _e_node_endpoints.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

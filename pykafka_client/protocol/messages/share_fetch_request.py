@@ -57,14 +57,14 @@ class ShareFetchRequest(Message):
         # Last offset (inclusive) of batch of records to acknowledge.
         acknowledge_types: list[int] = field(default_factory=list)
         # Array of acknowledge types - 0:Gap,1:Accept,2:Release,3:Reject.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
                 w.buf += _S_qq.pack(self.first_offset, self.last_offset)
                 w.write_compact_array_length(len(self.acknowledge_types))
                 w.write_fixed_array('b', self.acknowledge_types)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -100,7 +100,7 @@ class ShareFetchRequest(Message):
         # The maximum bytes to fetch from this partition. 0 when only acknowledgement with no fetching is required. See KIP-74 for cases where this limit may not be honored.
         acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch] = field(default_factory=list)
         # Record batches to acknowledge.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
@@ -110,13 +110,13 @@ class ShareFetchRequest(Message):
                 w.write_compact_array_length(len(self.acknowledgement_batches))
                 for _e_acknowledgement_batches in self.acknowledgement_batches:
                     _e_acknowledgement_batches.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.buf += _S_ii.pack(self.partition_index, self.partition_max_bytes)
                 w.write_compact_array_length(len(self.acknowledgement_batches))
                 for _e_acknowledgement_batches in self.acknowledgement_batches:
                     _e_acknowledgement_batches.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -156,7 +156,7 @@ class ShareFetchRequest(Message):
         # The unique topic ID.
         partitions: list[ShareFetchRequest.FetchPartition] = field(default_factory=list)
         # The partitions to fetch.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
@@ -164,7 +164,7 @@ class ShareFetchRequest(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -203,14 +203,14 @@ class ShareFetchRequest(Message):
         # The unique topic ID.
         partitions: list[int] = field(default_factory=list)
         # The partitions indexes to forget.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
                 w.buf += _S_16s.pack(self.topic_id.bytes)
                 w.write_compact_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -264,7 +264,7 @@ class ShareFetchRequest(Message):
     # The topics to fetch.
     forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = field(default_factory=list)
     # The partitions to remove from this share session.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 1:
@@ -277,7 +277,7 @@ class ShareFetchRequest(Message):
             w.write_compact_array_length(len(self.forgotten_topics_data))
             for _e_forgotten_topics_data in self.forgotten_topics_data:
                 _e_forgotten_topics_data.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 0:
             w.write_compact_nullable_string(self.group_id)
             w.write_compact_nullable_string(self.member_id)
@@ -292,7 +292,7 @@ class ShareFetchRequest(Message):
             w.write_compact_array_length(len(self.forgotten_topics_data))
             for _e_forgotten_topics_data in self.forgotten_topics_data:
                 _e_forgotten_topics_data.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

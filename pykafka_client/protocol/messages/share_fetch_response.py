@@ -54,12 +54,12 @@ class ShareFetchResponse(Message):
         # The ID of the current leader or -1 if the leader is unknown.
         leader_epoch: int = 0
         # The latest known leader epoch.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
                 w.buf += _S_ii.pack(self.leader_id, self.leader_epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -93,12 +93,12 @@ class ShareFetchResponse(Message):
         # The last offset of this batch of acquired records.
         delivery_count: int = 0
         # The delivery count of this batch of acquired records.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
                 w.buf += _S_qqh.pack(self.first_offset, self.last_offset, self.delivery_count)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -147,7 +147,7 @@ class ShareFetchResponse(Message):
         # The record data.
         acquired_records: list[ShareFetchResponse.AcquiredRecords] = field(default_factory=list)
         # The acquired records.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
@@ -160,7 +160,7 @@ class ShareFetchResponse(Message):
                 w.write_compact_array_length(len(self.acquired_records))
                 for _e_acquired_records in self.acquired_records:
                     _e_acquired_records.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -204,7 +204,7 @@ class ShareFetchResponse(Message):
         # The unique topic ID.
         partitions: list[ShareFetchResponse.PartitionData] = field(default_factory=list)
         # The topic partitions.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
@@ -212,7 +212,7 @@ class ShareFetchResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -251,7 +251,7 @@ class ShareFetchResponse(Message):
         # The node's port.
         rack: str | None = None
         # The rack of the node, or null if it has not been assigned to a rack.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
@@ -259,7 +259,7 @@ class ShareFetchResponse(Message):
                 w.write_compact_string(self.host)
                 w.buf += _S_i.pack(self.port)
                 w.write_compact_nullable_string(self.rack)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -305,7 +305,7 @@ class ShareFetchResponse(Message):
     # The response topics.
     node_endpoints: list[ShareFetchResponse.NodeEndpoint] = field(default_factory=list)
     # Endpoints for all current leaders enumerated in PartitionData with error NOT_LEADER_OR_FOLLOWER.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 1:
@@ -318,7 +318,7 @@ class ShareFetchResponse(Message):
             w.write_compact_array_length(len(self.node_endpoints))
             for _e_node_endpoints in self.node_endpoints:
                 _e_node_endpoints.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 0:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_compact_nullable_string(self.error_message)
@@ -330,7 +330,7 @@ class ShareFetchResponse(Message):
             w.write_compact_array_length(len(self.node_endpoints))
             for _e_node_endpoints in self.node_endpoints:
                 _e_node_endpoints.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -46,7 +46,7 @@ class ShareGroupDescribeRequest(Message):
     # The ids of the groups to describe
     include_authorized_operations: bool = False
     # Whether to include authorized operations.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 0 <= version <= 1:
@@ -54,7 +54,7 @@ class ShareGroupDescribeRequest(Message):
             for _e_group_ids in self.group_ids:
                 w.write_compact_string(_e_group_ids)
             w.buf += _S_o.pack(self.include_authorized_operations)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

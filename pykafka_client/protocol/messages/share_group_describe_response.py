@@ -55,7 +55,7 @@ class ShareGroupDescribeResponse(Message):
         # The topic name.
         partitions: list[int] = field(default_factory=list)
         # The partitions.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
@@ -63,7 +63,7 @@ class ShareGroupDescribeResponse(Message):
                 w.write_compact_string(self.topic_name)
                 w.write_compact_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -94,14 +94,14 @@ class ShareGroupDescribeResponse(Message):
 
         topic_partitions: list[ShareGroupDescribeResponse.TopicPartitions] = field(default_factory=list)
         # The assigned topic-partitions to the member.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
                 w.write_compact_array_length(len(self.topic_partitions))
                 for _e_topic_partitions in self.topic_partitions:
                     _e_topic_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -147,7 +147,7 @@ class ShareGroupDescribeResponse(Message):
         # The subscribed topic names.
         assignment: ShareGroupDescribeResponse.Assignment = field(default_factory=lambda: ShareGroupDescribeResponse.Assignment())
         # The current assignment.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
@@ -160,7 +160,7 @@ class ShareGroupDescribeResponse(Message):
                 for _e_subscribed_topic_names in self.subscribed_topic_names:
                     w.write_compact_string(_e_subscribed_topic_names)
                 self.assignment.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -224,7 +224,7 @@ class ShareGroupDescribeResponse(Message):
         # The members.
         authorized_operations: int = -2147483648
         # 32-bit bitfield to represent authorized operations for this group.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
@@ -238,7 +238,7 @@ class ShareGroupDescribeResponse(Message):
                 for _e_members in self.members:
                     _e_members.write(w, version)
                 w.buf += _S_i.pack(self.authorized_operations)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -282,7 +282,7 @@ class ShareGroupDescribeResponse(Message):
     # The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     groups: list[ShareGroupDescribeResponse.DescribedGroup] = field(default_factory=list)
     # Each described group.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 0 <= version <= 1:
@@ -290,7 +290,7 @@ class ShareGroupDescribeResponse(Message):
             w.write_compact_array_length(len(self.groups))
             for _e_groups in self.groups:
                 _e_groups.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

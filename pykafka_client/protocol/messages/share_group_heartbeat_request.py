@@ -55,7 +55,7 @@ class ShareGroupHeartbeatRequest(Message):
     # null if not provided or if it didn't change since the last heartbeat; the rack ID of consumer otherwise.
     subscribed_topic_names: list[str] | None = None
     # null if it didn't change since the last heartbeat; the subscribed topic names otherwise.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 0 <= version <= 1:
@@ -69,7 +69,7 @@ class ShareGroupHeartbeatRequest(Message):
                 w.write_compact_array_length(len(self.subscribed_topic_names))
                 for _e_subscribed_topic_names in self.subscribed_topic_names:
                     w.write_compact_string(_e_subscribed_topic_names)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -46,12 +46,12 @@ class SnapshotHeaderRecord(Message):
     # The version of the snapshot header record
     last_contained_log_timestamp: int = 0
     # The append time of the last record from the log contained in this snapshot
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
             w.buf += _S_hq.pack(self.version, self.last_contained_log_timestamp)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

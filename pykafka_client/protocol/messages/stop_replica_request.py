@@ -89,19 +89,19 @@ class StopReplicaRequest(Message):
         # The topic name.
         partition_indexes: list[int] = field(default_factory=list)
         # The partition indexes.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 2:
                 w.write_compact_string(self.name)
                 w.write_compact_array_length(len(self.partition_indexes))
                 w.write_fixed_array('i', self.partition_indexes)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 1:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partition_indexes))
                 w.write_fixed_array('i', self.partition_indexes)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of StopReplicaRequest.StopReplicaTopicV1 does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -141,12 +141,12 @@ class StopReplicaRequest(Message):
         # The leader epoch.
         delete_partition: bool = False
         # Whether this partition should be deleted.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 3 <= version <= 4:
                 w.buf += _S_iio.pack(self.partition_index, self.leader_epoch, self.delete_partition)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -178,7 +178,7 @@ class StopReplicaRequest(Message):
         # The topic name.
         partition_states: list[StopReplicaRequest.StopReplicaPartitionState] = field(default_factory=list)
         # The state of each partition
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 3 <= version <= 4:
@@ -186,7 +186,7 @@ class StopReplicaRequest(Message):
                 w.write_compact_array_length(len(self.partition_states))
                 for _e_partition_states in self.partition_states:
                     _e_partition_states.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -235,7 +235,7 @@ class StopReplicaRequest(Message):
     # The topics to stop.
     topic_states: list[StopReplicaRequest.StopReplicaTopicState] = field(default_factory=list)
     # Each topic.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 4:
@@ -249,7 +249,7 @@ class StopReplicaRequest(Message):
             w.write_compact_array_length(len(self.topic_states))
             for _e_topic_states in self.topic_states:
                 _e_topic_states.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 3:
             w.buf += _S_i.pack(self.controller_id)
             if self.is_k_raft_controller != False:
@@ -264,7 +264,7 @@ class StopReplicaRequest(Message):
             w.write_compact_array_length(len(self.topic_states))
             for _e_topic_states in self.topic_states:
                 _e_topic_states.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 2:
             w.buf += _S_i.pack(self.controller_id)
             if self.is_k_raft_controller != False:
@@ -277,7 +277,7 @@ class StopReplicaRequest(Message):
                 _e_topics.write(w, version)
             if self.topic_states != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default TopicStates at version {version} of StopReplicaRequest")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 1:
             w.buf += _S_i.pack(self.controller_id)
             if self.is_k_raft_controller != False:
@@ -290,7 +290,7 @@ class StopReplicaRequest(Message):
                 _e_topics.write(w, version)
             if self.topic_states != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default TopicStates at version {version} of StopReplicaRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of StopReplicaRequest does not support them")
         elif version == 0:
             w.buf += _S_i.pack(self.controller_id)
@@ -304,7 +304,7 @@ class StopReplicaRequest(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default Topics at version {version} of StopReplicaRequest")
             if self.topic_states != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default TopicStates at version {version} of StopReplicaRequest")
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of StopReplicaRequest does not support them")
         else:
             raise self.unsupported_version(version)

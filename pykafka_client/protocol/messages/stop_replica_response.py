@@ -52,17 +52,17 @@ class StopReplicaResponse(Message):
         # The partition index.
         error_code: int = 0
         # The partition error code, or 0 if there was no partition error.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 2 <= version <= 4:
                 w.write_compact_string(self.topic_name)
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 1:
                 w.write_string(self.topic_name)
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of StopReplicaResponse.StopReplicaPartitionError does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -98,7 +98,7 @@ class StopReplicaResponse(Message):
     # The top-level error code, or 0 if there was no top-level error.
     partition_errors: list[StopReplicaResponse.StopReplicaPartitionError] = field(default_factory=list)
     # The responses for each partition.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 2 <= version <= 4:
@@ -106,13 +106,13 @@ class StopReplicaResponse(Message):
             w.write_compact_array_length(len(self.partition_errors))
             for _e_partition_errors in self.partition_errors:
                 _e_partition_errors.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 1:
             w.buf += _S_h.pack(self.error_code)
             w.write_array_length(len(self.partition_errors))
             for _e_partition_errors in self.partition_errors:
                 _e_partition_errors.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of StopReplicaResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -48,17 +48,17 @@ class SyncGroupRequest(Message):
         # The ID of the member to assign.
         assignment: bytes = b""
         # The member assignment.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 4 <= version <= 5:
                 w.write_compact_string(self.member_id)
                 w.write_compact_bytes(self.assignment)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 3:
                 w.write_string(self.member_id)
                 w.write_bytes(self.assignment)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SyncGroupRequest.SyncGroupRequestAssignment does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -108,7 +108,7 @@ class SyncGroupRequest(Message):
     # The group protocol name.
     assignments: list[SyncGroupRequest.SyncGroupRequestAssignment] = field(default_factory=list)
     # Each assignment.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 5:
@@ -121,7 +121,7 @@ class SyncGroupRequest(Message):
             w.write_compact_array_length(len(self.assignments))
             for _e_assignments in self.assignments:
                 _e_assignments.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 4:
             w.write_compact_string(self.group_id)
             w.buf += _S_i.pack(self.generation_id)
@@ -130,7 +130,7 @@ class SyncGroupRequest(Message):
             w.write_compact_array_length(len(self.assignments))
             for _e_assignments in self.assignments:
                 _e_assignments.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 3:
             w.write_string(self.group_id)
             w.buf += _S_i.pack(self.generation_id)
@@ -139,7 +139,7 @@ class SyncGroupRequest(Message):
             w.write_array_length(len(self.assignments))
             for _e_assignments in self.assignments:
                 _e_assignments.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SyncGroupRequest does not support them")
         elif 0 <= version <= 2:
             w.write_string(self.group_id)
@@ -150,7 +150,7 @@ class SyncGroupRequest(Message):
             w.write_array_length(len(self.assignments))
             for _e_assignments in self.assignments:
                 _e_assignments.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SyncGroupRequest does not support them")
         else:
             raise self.unsupported_version(version)

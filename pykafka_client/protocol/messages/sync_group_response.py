@@ -56,7 +56,7 @@ class SyncGroupResponse(Message):
     # The group protocol name.
     assignment: bytes = b""
     # The member assignment.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 5:
@@ -64,20 +64,20 @@ class SyncGroupResponse(Message):
             w.write_compact_nullable_string(self.protocol_type)
             w.write_compact_nullable_string(self.protocol_name)
             w.write_compact_bytes(self.assignment)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 4:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_compact_bytes(self.assignment)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 1 <= version <= 3:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_bytes(self.assignment)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SyncGroupResponse does not support them")
         elif version == 0:
             w.buf += _S_h.pack(self.error_code)
             w.write_bytes(self.assignment)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SyncGroupResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -57,22 +57,22 @@ class TxnOffsetCommitRequest(Message):
         # The leader epoch of the last consumed record.
         committed_metadata: str | None = ''
         # Any associated metadata the client wants to keep.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 3 <= version <= 4:
                 w.buf += _S_iqi.pack(self.partition_index, self.committed_offset, self.committed_leader_epoch)
                 w.write_compact_nullable_string(self.committed_metadata)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 2:
                 w.buf += _S_iqi.pack(self.partition_index, self.committed_offset, self.committed_leader_epoch)
                 w.write_nullable_string(self.committed_metadata)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition does not support them")
             elif 0 <= version <= 1:
                 w.buf += _S_iq.pack(self.partition_index, self.committed_offset)
                 w.write_nullable_string(self.committed_metadata)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -115,7 +115,7 @@ class TxnOffsetCommitRequest(Message):
         # The topic name.
         partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = field(default_factory=list)
         # The partitions inside the topic that we want to commit offsets for.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 3 <= version <= 4:
@@ -123,13 +123,13 @@ class TxnOffsetCommitRequest(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 0 <= version <= 2:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -189,7 +189,7 @@ class TxnOffsetCommitRequest(Message):
     # The unique identifier of the consumer instance provided by end user.
     topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = field(default_factory=list)
     # Each topic that we want to commit offsets for.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 3 <= version <= 4:
@@ -201,7 +201,7 @@ class TxnOffsetCommitRequest(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 2:
             w.write_string(self.transactional_id)
             w.write_string(self.group_id)
@@ -215,7 +215,7 @@ class TxnOffsetCommitRequest(Message):
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of TxnOffsetCommitRequest does not support them")
         else:
             raise self.unsupported_version(version)

@@ -59,7 +59,7 @@ class UpdateFeaturesRequest(Message):
         # DEPRECATED in version 1 (see DowngradeType). When set to true, the finalized feature version level is allowed to be downgraded/deleted. The downgrade request will fail if the new maximum version le...
         upgrade_type: int = 1
         # Determine which type of upgrade will be performed: 1 will perform an upgrade only (default), 2 is safe downgrades only (lossless), 3 is unsafe downgrades (lossy).
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 1 <= version <= 2:
@@ -68,13 +68,13 @@ class UpdateFeaturesRequest(Message):
                 if self.allow_downgrade != False:
                     raise UnsupportedVersionError(f"attempted to write a non-default AllowDowngrade at version {version} of UpdateFeaturesRequest.FeatureUpdateKey")
                 w.buf += _S_b.pack(self.upgrade_type)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.write_compact_string(self.feature)
                 w.buf += _S_ho.pack(self.max_version_level, self.allow_downgrade)
                 if self.upgrade_type != 1:
                     raise UnsupportedVersionError(f"attempted to write a non-default UpgradeType at version {version} of UpdateFeaturesRequest.FeatureUpdateKey")
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -114,7 +114,7 @@ class UpdateFeaturesRequest(Message):
     # The list of updates to finalized features.
     validate_only: bool = False
     # True if we should validate the request, but not perform the upgrade or downgrade.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 1 <= version <= 2:
@@ -123,7 +123,7 @@ class UpdateFeaturesRequest(Message):
             for _e_feature_updates in self.feature_updates:
                 _e_feature_updates.write(w, version)
             w.buf += _S_o.pack(self.validate_only)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 0:
             w.buf += _S_i.pack(self.timeout_ms)
             w.write_compact_array_length(len(self.feature_updates))
@@ -131,7 +131,7 @@ class UpdateFeaturesRequest(Message):
                 _e_feature_updates.write(w, version)
             if self.validate_only != False:
                 raise UnsupportedVersionError(f"attempted to write a non-default ValidateOnly at version {version} of UpdateFeaturesRequest")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -78,7 +78,7 @@ class UpdateMetadataRequest(Message):
         # All the replicas of this partition.
         offline_replicas: list[int] = field(default_factory=list)
         # The replicas of this partition which are offline.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 6 <= version <= 8:
@@ -90,7 +90,7 @@ class UpdateMetadataRequest(Message):
                 w.write_fixed_array('i', self.replicas)
                 w.write_compact_array_length(len(self.offline_replicas))
                 w.write_fixed_array('i', self.offline_replicas)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 5:
                 w.buf += _S_iiii.pack(self.partition_index, self.controller_epoch, self.leader, self.leader_epoch)
                 w.write_array_length(len(self.isr))
@@ -100,7 +100,7 @@ class UpdateMetadataRequest(Message):
                 w.write_fixed_array('i', self.replicas)
                 w.write_array_length(len(self.offline_replicas))
                 w.write_fixed_array('i', self.offline_replicas)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataPartitionState does not support them")
             elif version == 4:
                 w.write_string(self.topic_name)
@@ -112,7 +112,7 @@ class UpdateMetadataRequest(Message):
                 w.write_fixed_array('i', self.replicas)
                 w.write_array_length(len(self.offline_replicas))
                 w.write_fixed_array('i', self.offline_replicas)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataPartitionState does not support them")
             elif 0 <= version <= 3:
                 w.write_string(self.topic_name)
@@ -122,7 +122,7 @@ class UpdateMetadataRequest(Message):
                 w.buf += _S_i.pack(self.zk_version)
                 w.write_array_length(len(self.replicas))
                 w.write_fixed_array('i', self.replicas)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataPartitionState does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -190,7 +190,7 @@ class UpdateMetadataRequest(Message):
         # The topic id.
         partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState] = field(default_factory=list)
         # The partition that we would like to update.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 7 <= version <= 8:
@@ -199,19 +199,19 @@ class UpdateMetadataRequest(Message):
                 w.write_compact_array_length(len(self.partition_states))
                 for _e_partition_states in self.partition_states:
                     _e_partition_states.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 6:
                 w.write_compact_string(self.topic_name)
                 w.write_compact_array_length(len(self.partition_states))
                 for _e_partition_states in self.partition_states:
                     _e_partition_states.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 5:
                 w.write_string(self.topic_name)
                 w.write_array_length(len(self.partition_states))
                 for _e_partition_states in self.partition_states:
                     _e_partition_states.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataTopicState does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -264,7 +264,7 @@ class UpdateMetadataRequest(Message):
         # The listener name.
         security_protocol: int = 0
         # The security protocol type.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 6 <= version <= 8:
@@ -272,19 +272,19 @@ class UpdateMetadataRequest(Message):
                 w.write_compact_string(self.host)
                 w.write_compact_string(self.listener)
                 w.buf += _S_h.pack(self.security_protocol)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 3 <= version <= 5:
                 w.buf += _S_i.pack(self.port)
                 w.write_string(self.host)
                 w.write_string(self.listener)
                 w.buf += _S_h.pack(self.security_protocol)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataEndpoint does not support them")
             elif 1 <= version <= 2:
                 w.buf += _S_i.pack(self.port)
                 w.write_string(self.host)
                 w.buf += _S_h.pack(self.security_protocol)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataEndpoint does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -341,7 +341,7 @@ class UpdateMetadataRequest(Message):
         # The broker endpoints.
         rack: str | None = ''
         # The rack which this broker belongs to.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 6 <= version <= 8:
@@ -350,27 +350,27 @@ class UpdateMetadataRequest(Message):
                 for _e_endpoints in self.endpoints:
                     _e_endpoints.write(w, version)
                 w.write_compact_nullable_string(self.rack)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif 2 <= version <= 5:
                 w.buf += _S_i.pack(self.id)
                 w.write_array_length(len(self.endpoints))
                 for _e_endpoints in self.endpoints:
                     _e_endpoints.write(w, version)
                 w.write_nullable_string(self.rack)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataBroker does not support them")
             elif version == 1:
                 w.buf += _S_i.pack(self.id)
                 w.write_array_length(len(self.endpoints))
                 for _e_endpoints in self.endpoints:
                     _e_endpoints.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataBroker does not support them")
             elif version == 0:
                 w.buf += _S_i.pack(self.id)
                 w.write_string(self.v0_host)
                 w.buf += _S_i.pack(self.v0_port)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataBroker does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -445,7 +445,7 @@ class UpdateMetadataRequest(Message):
     topic_states: list[UpdateMetadataRequest.UpdateMetadataTopicState] = field(default_factory=list)
     # In newer versions of this RPC, each topic that we would like to update.
     live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker] = field(default_factory=list)
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         _tags: list[tuple[int, bytes]]
@@ -464,8 +464,8 @@ class UpdateMetadataRequest(Message):
                 _tw = Writer()
                 _tw.buf += _S_b.pack(self.type)
                 _tags.append((0, _tw.to_bytes()))
-            if self._unknown_tagged_fields:
-                _tags.extend(self._unknown_tagged_fields)
+            if self.unknown_tagged_fields:
+                _tags.extend(self.unknown_tagged_fields)
                 _tags.sort(key=_tag_key)
             w.write_tags(_tags)
         elif 6 <= version <= 7:
@@ -483,7 +483,7 @@ class UpdateMetadataRequest(Message):
             w.write_compact_array_length(len(self.live_brokers))
             for _e_live_brokers in self.live_brokers:
                 _e_live_brokers.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 5:
             w.buf += _S_i.pack(self.controller_id)
             if self.is_k_raft_controller != False:
@@ -499,7 +499,7 @@ class UpdateMetadataRequest(Message):
             w.write_array_length(len(self.live_brokers))
             for _e_live_brokers in self.live_brokers:
                 _e_live_brokers.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest does not support them")
         elif 0 <= version <= 4:
             w.buf += _S_i.pack(self.controller_id)
@@ -516,7 +516,7 @@ class UpdateMetadataRequest(Message):
             w.write_array_length(len(self.live_brokers))
             for _e_live_brokers in self.live_brokers:
                 _e_live_brokers.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest does not support them")
         else:
             raise self.unsupported_version(version)

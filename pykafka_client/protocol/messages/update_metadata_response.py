@@ -43,15 +43,15 @@ class UpdateMetadataResponse(Message):
 
     error_code: int = 0
     # The error code, or 0 if there was no error.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if 6 <= version <= 8:
             w.buf += _S_h.pack(self.error_code)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif 0 <= version <= 5:
             w.buf += _S_h.pack(self.error_code)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataResponse does not support them")
         else:
             raise self.unsupported_version(version)

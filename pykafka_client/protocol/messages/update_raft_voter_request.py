@@ -54,14 +54,14 @@ class UpdateRaftVoterRequest(Message):
         # The hostname
         port: int = 0
         # The port
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.write_compact_string(self.name)
                 w.write_compact_string(self.host)
                 w.buf += _S_H.pack(self.port)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -95,12 +95,12 @@ class UpdateRaftVoterRequest(Message):
         # The minimum supported KRaft protocol version
         max_supported_version: int = 0
         # The maximum supported KRaft protocol version
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.buf += _S_hh.pack(self.min_supported_version, self.max_supported_version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -140,7 +140,7 @@ class UpdateRaftVoterRequest(Message):
     # The endpoint that can be used to communicate with the leader
     k_raft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature = field(default_factory=lambda: UpdateRaftVoterRequest.KRaftVersionFeature())
     # The range of versions of the protocol that the replica supports
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -150,7 +150,7 @@ class UpdateRaftVoterRequest(Message):
             for _e_listeners in self.listeners:
                 _e_listeners.write(w, version)
             self.k_raft_version_feature.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

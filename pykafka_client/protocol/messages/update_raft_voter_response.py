@@ -56,14 +56,14 @@ class UpdateRaftVoterResponse(Message):
         # The node's hostname
         port: int = 0
         # The node's port
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.buf += _S_ii.pack(self.leader_id, self.leader_epoch)
                 w.write_compact_string(self.host)
                 w.buf += _S_i.pack(self.port)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -98,7 +98,7 @@ class UpdateRaftVoterResponse(Message):
     error_code: int = 0
     # The error code, or 0 if there was no error
     current_leader: UpdateRaftVoterResponse.CurrentLeader = field(default_factory=lambda: UpdateRaftVoterResponse.CurrentLeader())
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         _tags: list[tuple[int, bytes]]
@@ -109,8 +109,8 @@ class UpdateRaftVoterResponse(Message):
                 _tw = Writer()
                 self.current_leader.write(_tw, version)
                 _tags.append((0, _tw.to_bytes()))
-            if self._unknown_tagged_fields:
-                _tags.extend(self._unknown_tagged_fields)
+            if self.unknown_tagged_fields:
+                _tags.extend(self.unknown_tagged_fields)
                 _tags.sort(key=_tag_key)
             w.write_tags(_tags)
         else:

@@ -59,12 +59,12 @@ class VoteResponse(Message):
         # The latest known leader epoch
         vote_granted: bool = False
         # True if the vote was granted and false otherwise
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
                 w.buf += _S_ihiio.pack(self.partition_index, self.error_code, self.leader_id, self.leader_epoch, self.vote_granted)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -97,7 +97,7 @@ class VoteResponse(Message):
         topic_name: str = ''
         # The topic name.
         partitions: list[VoteResponse.PartitionData] = field(default_factory=list)
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if 0 <= version <= 1:
@@ -105,7 +105,7 @@ class VoteResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -141,14 +141,14 @@ class VoteResponse(Message):
         # The node's hostname
         port: int = 0
         # The node's port
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
                 w.buf += _S_i.pack(self.node_id)
                 w.write_compact_string(self.host)
                 w.buf += _S_H.pack(self.port)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -182,7 +182,7 @@ class VoteResponse(Message):
     topics: list[VoteResponse.TopicData] = field(default_factory=list)
     node_endpoints: list[VoteResponse.NodeEndpoint] = field(default_factory=list)
     # Endpoints for all current-leaders enumerated in PartitionData
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         _tags: list[tuple[int, bytes]]
@@ -198,8 +198,8 @@ class VoteResponse(Message):
                 for _e_node_endpoints in self.node_endpoints:
                     _e_node_endpoints.write(_tw, version)
                 _tags.append((0, _tw.to_bytes()))
-            if self._unknown_tagged_fields:
-                _tags.extend(self._unknown_tagged_fields)
+            if self.unknown_tagged_fields:
+                _tags.extend(self.unknown_tagged_fields)
                 _tags.sort(key=_tag_key)
             w.write_tags(_tags)
         elif version == 0:
@@ -209,7 +209,7 @@ class VoteResponse(Message):
                 _e_topics.write(w, version)
             if self.node_endpoints != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of VoteResponse")
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -55,14 +55,14 @@ class VotersRecord(Message):
         # The hostname
         port: int = 0
         # The port
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.write_compact_string(self.name)
                 w.write_compact_string(self.host)
                 w.buf += _S_H.pack(self.port)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -96,12 +96,12 @@ class VotersRecord(Message):
         # The minimum supported KRaft protocol version
         max_supported_version: int = 0
         # The maximum supported KRaft protocol version
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.buf += _S_hh.pack(self.min_supported_version, self.max_supported_version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -138,7 +138,7 @@ class VotersRecord(Message):
         # The endpoint that can be used to communicate with the voter
         k_raft_version_feature: VotersRecord.KRaftVersionFeature = field(default_factory=lambda: VotersRecord.KRaftVersionFeature())
         # The range of versions of the protocol that the replica supports
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -147,7 +147,7 @@ class VotersRecord(Message):
                 for _e_endpoints in self.endpoints:
                     _e_endpoints.write(w, version)
                 self.k_raft_version_feature.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -181,7 +181,7 @@ class VotersRecord(Message):
     version: int = 0
     # The version of the voters record
     voters: list[VotersRecord.Voter] = field(default_factory=list)
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -189,7 +189,7 @@ class VotersRecord(Message):
             w.write_compact_array_length(len(self.voters))
             for _e_voters in self.voters:
                 _e_voters.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -57,12 +57,12 @@ class WriteShareGroupStateRequest(Message):
         # The state - 0:Available,2:Acked,4:Archived
         delivery_count: int = 0
         # The delivery count.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.buf += _S_qqbh.pack(self.first_offset, self.last_offset, self.delivery_state, self.delivery_count)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -103,7 +103,7 @@ class WriteShareGroupStateRequest(Message):
         start_offset: int = 0
         # The share-partition start offset, or -1 if the start offset is not being written.
         state_batches: list[WriteShareGroupStateRequest.StateBatch] = field(default_factory=list)
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -111,7 +111,7 @@ class WriteShareGroupStateRequest(Message):
                 w.write_compact_array_length(len(self.state_batches))
                 for _e_state_batches in self.state_batches:
                     _e_state_batches.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -147,7 +147,7 @@ class WriteShareGroupStateRequest(Message):
         # The topic identifier.
         partitions: list[WriteShareGroupStateRequest.PartitionData] = field(default_factory=list)
         # The data for the partitions.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -155,7 +155,7 @@ class WriteShareGroupStateRequest(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -186,7 +186,7 @@ class WriteShareGroupStateRequest(Message):
     # The group identifier.
     topics: list[WriteShareGroupStateRequest.WriteStateData] = field(default_factory=list)
     # The data for the topics.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
@@ -194,7 +194,7 @@ class WriteShareGroupStateRequest(Message):
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

@@ -53,13 +53,13 @@ class WriteShareGroupStateResponse(Message):
         # The error code, or 0 if there was no error.
         error_message: str | None = None
         # The error message, or null if there was no error.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
                 w.buf += _S_ih.pack(self.partition, self.error_code)
                 w.write_compact_nullable_string(self.error_message)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -92,7 +92,7 @@ class WriteShareGroupStateResponse(Message):
         # The topic identifier
         partitions: list[WriteShareGroupStateResponse.PartitionResult] = field(default_factory=list)
         # The results for the partitions.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 0:
@@ -100,7 +100,7 @@ class WriteShareGroupStateResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -128,14 +128,14 @@ class WriteShareGroupStateResponse(Message):
 
     results: list[WriteShareGroupStateResponse.WriteStateResult] = field(default_factory=list)
     # The write results
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 0:
             w.write_compact_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 

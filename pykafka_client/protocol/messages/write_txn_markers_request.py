@@ -49,19 +49,19 @@ class WriteTxnMarkersRequest(Message):
         # The topic name.
         partition_indexes: list[int] = field(default_factory=list)
         # The indexes of the partitions to write transaction markers for.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
                 w.write_compact_string(self.name)
                 w.write_compact_array_length(len(self.partition_indexes))
                 w.write_fixed_array('i', self.partition_indexes)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partition_indexes))
                 w.write_fixed_array('i', self.partition_indexes)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of WriteTxnMarkersRequest.WritableTxnMarkerTopic does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -107,7 +107,7 @@ class WriteTxnMarkersRequest(Message):
         # Each topic that we want to write transaction marker(s) for.
         coordinator_epoch: int = 0
         # Epoch associated with the transaction state partition hosted by this transaction coordinator
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
@@ -116,14 +116,14 @@ class WriteTxnMarkersRequest(Message):
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
                 w.buf += _S_i.pack(self.coordinator_epoch)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.buf += _S_qho.pack(self.producer_id, self.producer_epoch, self.transaction_result)
                 w.write_array_length(len(self.topics))
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
                 w.buf += _S_i.pack(self.coordinator_epoch)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of WriteTxnMarkersRequest.WritableTxnMarker does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -162,19 +162,19 @@ class WriteTxnMarkersRequest(Message):
 
     markers: list[WriteTxnMarkersRequest.WritableTxnMarker] = field(default_factory=list)
     # The transaction markers to be written.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 1:
             w.write_compact_array_length(len(self.markers))
             for _e_markers in self.markers:
                 _e_markers.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 0:
             w.write_array_length(len(self.markers))
             for _e_markers in self.markers:
                 _e_markers.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of WriteTxnMarkersRequest does not support them")
         else:
             raise self.unsupported_version(version)

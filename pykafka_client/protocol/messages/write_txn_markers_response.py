@@ -49,15 +49,15 @@ class WriteTxnMarkersResponse(Message):
         # The partition index.
         error_code: int = 0
         # The error code, or 0 if there was no error.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -92,7 +92,7 @@ class WriteTxnMarkersResponse(Message):
         # The topic name.
         partitions: list[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult] = field(default_factory=list)
         # The results by partition.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
@@ -100,13 +100,13 @@ class WriteTxnMarkersResponse(Message):
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of WriteTxnMarkersResponse.WritableTxnMarkerTopicResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -145,7 +145,7 @@ class WriteTxnMarkersResponse(Message):
         # The current producer ID in use by the transactional ID.
         topics: list[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult] = field(default_factory=list)
         # The results by topic.
-        _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+        unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
             if version == 1:
@@ -153,13 +153,13 @@ class WriteTxnMarkersResponse(Message):
                 w.write_compact_array_length(len(self.topics))
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                w.write_tags(self.unknown_tagged_fields)
             elif version == 0:
                 w.buf += _S_q.pack(self.producer_id)
                 w.write_array_length(len(self.topics))
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
-                if self._unknown_tagged_fields:
+                if self.unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of WriteTxnMarkersResponse.WritableTxnMarkerResult does not support them")
             else:
                 raise self.unsupported_version(version)
@@ -193,19 +193,19 @@ class WriteTxnMarkersResponse(Message):
 
     markers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult] = field(default_factory=list)
     # The results for writing makers.
-    _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
         if version == 1:
             w.write_compact_array_length(len(self.markers))
             for _e_markers in self.markers:
                 _e_markers.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_tags(self.unknown_tagged_fields)
         elif version == 0:
             w.write_array_length(len(self.markers))
             for _e_markers in self.markers:
                 _e_markers.write(w, version)
-            if self._unknown_tagged_fields:
+            if self.unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of WriteTxnMarkersResponse does not support them")
         else:
             raise self.unsupported_version(version)

@@ -60,7 +60,7 @@ def test_body_and_frame_are_the_generic_encoders(
     assert drained.parts is not None  # (nothing read topic_data)
     assert _frame(drained, version, False) == expected  # the reference reads topic_data
     assert drained.parts is None
-    fields = ("transactional_id", "acks", "timeout_ms", "topic_data", "_unknown_tagged_fields")
+    fields = ("transactional_id", "acks", "timeout_ms", "topic_data", "unknown_tagged_fields")
     assert [getattr(drained, f) for f in fields] == [getattr(reference, f) for f in fields]
     assert _frame(drained, version, True) == expected  # from the fields
 

@@ -97,5 +97,5 @@ def message_at(cls: type[Message], version: int, depth: int = 0) -> st.SearchStr
         if in_range(version, f.versions):
             kwargs[f.name] = field_value(cls, f, version, depth)
     if is_flexible(cls, version):
-        kwargs["_unknown_tagged_fields"] = unknown_tags(known_tags)
+        kwargs["unknown_tagged_fields"] = unknown_tags(known_tags)
     return st.builds(cls, **kwargs)

@@ -81,8 +81,8 @@ def _compatible(kf: Any, f: FieldSchema, v: int) -> bool:
 def project(obj: Message, kp_struct: Any, v: int) -> None:
     """Reset (in place) fields kafka-python's spec does not have at v; drop unknown tagged fields."""
     cls = type(obj)
-    if hasattr(obj, "_unknown_tagged_fields"):
-        obj._unknown_tagged_fields = None  # type: ignore[attr-defined]
+    if hasattr(obj, "unknown_tagged_fields"):
+        obj.unknown_tagged_fields = None  # type: ignore[attr-defined]  # only flexible versions' classes have the field; Message does not declare it
     for f in cls._SCHEMA:
         if not in_range(v, f.versions):
             continue

@@ -81,8 +81,8 @@ def test_the_kernel_encodes_the_common_request_itself() -> None:
     [
         (ProduceRequest(None, 1, 1000, [ProduceRequest.TopicProduceData("t", [ProduceRequest.PartitionProduceData(0, b"a")])]), 2),
         (ProduceRequest("txn", 1, 1000, []), 2),  # a transactional id before v3: the reference's error
-        (ProduceRequest(None, 1, 1000, [], _unknown_tagged_fields=[(5, b"z")]), 11),
-        (ProduceRequest(None, 1, 1000, [], _unknown_tagged_fields=[(5, b"z")]), 8),  # tagged fields the version lacks
+        (ProduceRequest(None, 1, 1000, [], unknown_tagged_fields=[(5, b"z")]), 11),
+        (ProduceRequest(None, 1, 1000, [], unknown_tagged_fields=[(5, b"z")]), 8),  # tagged fields the version lacks
         (ProduceRequest(None, 2**15, 1000, []), 9),  # acks out of int16
         (ProduceRequest(None, 1, 1000, [ProduceRequest.TopicProduceData("t" * 40000, [])]), 9),  # name too long
         (ProduceRequest(None, 1, 1000, [ProduceRequest.TopicProduceData("t", [ProduceRequest.PartitionProduceData(0, memoryview(b"ab" * 400))])]), 9),

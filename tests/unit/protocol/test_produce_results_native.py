@@ -45,10 +45,10 @@ def kernel_results(payload: bytes, version: int, correlation_id: int) -> Decoded
 
 def common(body: ProduceResponse) -> bool:
     """The responses the kernel takes: every partition succeeded, nothing the results cannot hold."""
-    return not body.node_endpoints and not body._unknown_tagged_fields and all(
-        not t._unknown_tagged_fields and all(
+    return not body.node_endpoints and not body.unknown_tagged_fields and all(
+        not t.unknown_tagged_fields and all(
             p.error_code == 0 and not p.record_errors and p.error_message is None
-            and p.current_leader == R.LeaderIdAndEpoch() and not p._unknown_tagged_fields
+            and p.current_leader == R.LeaderIdAndEpoch() and not p.unknown_tagged_fields
             for p in t.partition_responses
         )
         for t in body.responses
@@ -68,7 +68,7 @@ def check(payload: bytes, version: int, correlation_id: int) -> DecodedProduceRe
         (t.name, [(p.index, p.base_offset, p.log_append_time_ms, p.log_start_offset) for p in t.partition_responses])
         for t in body.responses
     ]
-    assert got.throttle_time_ms == body.throttle_time_ms and got.node_endpoints == [] and got._unknown_tagged_fields is None
+    assert got.throttle_time_ms == body.throttle_time_ms and got.node_endpoints == [] and got.unknown_tagged_fields is None
     assert got == body and body == got  # (builds its responses: the reference's dataclasses)
     assert got.results is None and got.responses == body.responses
     assert frame(got, version, correlation_id) == frame(body, version, correlation_id)

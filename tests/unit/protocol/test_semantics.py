@@ -50,18 +50,18 @@ def test_tagged_field_with_default_is_not_written() -> None:
 
 def test_tagged_fields_are_written_in_tag_order_with_unknown_ones_merged() -> None:
     resp = ApiVersionsResponse(zk_migration_ready=True, finalized_features_epoch=1)
-    resp._unknown_tagged_fields = [(4, b""), (9, b"\xaa")]  # tags 0-3 are known, 4 and 9 are not
+    resp.unknown_tagged_fields = [(4, b""), (9, b"\xaa")]  # tags 0-3 are known, 4 and 9 are not
     enc = resp.encode(3)
     tail = b"\x04" + b"\x01\x08" + struct.pack(">q", 1) + b"\x03\x01\x01" + b"\x04\x00" + b"\x09\x01\xaa"
     assert enc.endswith(tail)
     dec = ApiVersionsResponse.decode(enc, 3)
-    assert dec._unknown_tagged_fields == [(4, b""), (9, b"\xaa")]
+    assert dec.unknown_tagged_fields == [(4, b""), (9, b"\xaa")]
     assert dec.encode(3) == enc  # byte-exact round trip keeps unknown tags
 
 
 def test_unknown_tags_at_non_flexible_version_raise() -> None:
     resp = ApiVersionsResponse()
-    resp._unknown_tagged_fields = [(5, b"x")]
+    resp.unknown_tagged_fields = [(5, b"x")]
     with pytest.raises(UnsupportedVersionError, match="tagged fields were set"):
         resp.encode(2)
 

@@ -18,10 +18,10 @@ typedef struct {
 } slot_class_t;
 
 static const char *const preq_slot_names[] = {
-    "transactional_id", "acks", "timeout_ms", "topic_data", "_unknown_tagged_fields",
+    "transactional_id", "acks", "timeout_ms", "topic_data", "unknown_tagged_fields",
 };
-static const char *const ptopic_slot_names[] = {"name", "partition_data", "_unknown_tagged_fields"};
-static const char *const ppart_slot_names[] = {"index", "records", "_unknown_tagged_fields"};
+static const char *const ptopic_slot_names[] = {"name", "partition_data", "unknown_tagged_fields"};
+static const char *const ppart_slot_names[] = {"index", "records", "unknown_tagged_fields"};
 static slot_class_t preq_class = {NULL, 5, preq_slot_names, {0}};
 static slot_class_t ptopic_class = {NULL, 3, ptopic_slot_names, {0}};
 static slot_class_t ppart_class = {NULL, 3, ppart_slot_names, {0}};

@@ -86,10 +86,10 @@ static int int_attr(PyObject *obj, const char *name, long long lo, long long hi,
     return 1;
 }
 
-/* 1 when obj's _unknown_tagged_fields is None or empty, 0 otherwise, -1 on error */
+/* 1 when obj's unknown_tagged_fields is None or empty, 0 otherwise, -1 on error */
 static int no_unknown_tags(PyObject *obj)
 {
-    PyObject *t = PyObject_GetAttrString(obj, "_unknown_tagged_fields");
+    PyObject *t = PyObject_GetAttrString(obj, "unknown_tagged_fields");
     if (t == NULL)
         return -1;
     int empty = t == Py_None || (PyList_CheckExact(t) && PyList_GET_SIZE(t) == 0);
@@ -512,7 +512,7 @@ static int drained_names(void)
     static const char *const names[D_COUNT] = {
         "topic_partition", "is_compressed", "pending", "producer_id", "producer_epoch", "base_sequence",
         "is_transactional", "encoded", "encoded_state", "actual_compression_ratio", "sent_stamp",
-        "_unknown_tagged_fields"};
+        "unknown_tagged_fields"};
     if (dattr[0] != NULL)
         return 0;
     for (int i = 0; i < D_COUNT; i++)

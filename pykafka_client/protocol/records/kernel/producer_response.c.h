@@ -262,7 +262,7 @@ static PyObject *k_produce_results_setup(PyObject *self, PyObject *arg)
         if ((s_results = PyUnicode_InternFromString("results")) == NULL
             || (s_throttle = PyUnicode_InternFromString("throttle_time_ms")) == NULL
             || (s_endpoints = PyUnicode_InternFromString("node_endpoints")) == NULL
-            || (s_unknown_tags = PyUnicode_InternFromString("_unknown_tagged_fields")) == NULL)
+            || (s_unknown_tags = PyUnicode_InternFromString("unknown_tagged_fields")) == NULL)
             return NULL;
     }
     Py_INCREF(arg);

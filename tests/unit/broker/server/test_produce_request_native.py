@@ -51,11 +51,11 @@ def assert_same(payload: bytes, version: int) -> tuple[str | None, ProduceReques
     if got is not None:
         client_id, body = got
         assert type(client_id) is type(expected[0]) and type(body) is ProduceRequest  # type: ignore[index]
-        assert body._unknown_tagged_fields is None
+        assert body.unknown_tagged_fields is None
         for topic in body.topic_data:
-            assert type(topic) is ProduceRequest.TopicProduceData and topic._unknown_tagged_fields is None
+            assert type(topic) is ProduceRequest.TopicProduceData and topic.unknown_tagged_fields is None
             for part in topic.partition_data:
-                assert type(part) is ProduceRequest.PartitionProduceData and part._unknown_tagged_fields is None
+                assert type(part) is ProduceRequest.PartitionProduceData and part.unknown_tagged_fields is None
                 if part.records is not None:
                     assert isinstance(part.records, memoryview) and part.records.obj is frame
     return got

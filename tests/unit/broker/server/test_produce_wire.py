@@ -183,7 +183,7 @@ def test_tagged_fields_trailing_bytes_and_other_versions_are_left_to_the_generat
     assert read_produce_request(memoryview(payload + b"\x00"), version) is None
     assert read_produce_request(memoryview(payload), 2) is None
     if version >= 9:
-        body.topic_data[0].partition_data[0]._unknown_tagged_fields = [(5, b"ab")]
+        body.topic_data[0].partition_data[0].unknown_tagged_fields = [(5, b"ab")]
         assert read_produce_request(memoryview(frame_payload(body, version, None)), version) is None
 
 
