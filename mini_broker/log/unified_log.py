@@ -363,7 +363,7 @@ class Log:
                 if not self._closed:
                     done = self._end.append_client(records, now, leader_epoch, raise_high_watermark,
                                                    self.log_start_offset, self.recovery_point)
-                    if type(done) is LogAppendInfo:
+                    if isinstance(done, LogAppendInfo):
                         return done
                     one = done
         # ``records`` itself when it is a writable, contiguous memoryview of bytes (headers are rewritten in it), else
