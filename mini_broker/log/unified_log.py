@@ -23,7 +23,10 @@ Appends (:meth:`append`): the batches are checked by :func:`~mini_broker.log.log
 before the lock is taken (the whole request is rejected before anything is written), then, under the
 lock, the producer state is checked (a duplicate is not written), offsets are assigned by
 :func:`~mini_broker.log.log_validator.assign_offsets` (batch headers rewritten, records never
-re-encoded), the active segment is rolled if needed and the bytes are written.
+re-encoded), the active segment is rolled if needed and the bytes are written. A client's common append of one
+batch is instead one call under the lock, :meth:`~mini_broker.log.log_end.LogEndApi.append_client` of the log's end
+(:mod:`mini_broker.log.log_end`: the log end offset's metadata and the high watermark live there), which does the same
+steps when compiled and declines, nothing done, for anything else.
 
 Recovery on open is :func:`~mini_broker.log.log_loader.load_segments` (stray files removed, segments from
 the recovery point re-read, a torn tail cut). Retention (:meth:`delete_old_segments`) and DeleteRecords
