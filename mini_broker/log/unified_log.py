@@ -23,7 +23,10 @@ Appends (:meth:`append`): the batches are checked by :func:`~mini_broker.log.log
 before the lock is taken (the whole request is rejected before anything is written), then, under the
 lock, the producer state is checked (a duplicate is not written), offsets are assigned by
 :func:`~mini_broker.log.log_validator.assign_offsets` (batch headers rewritten, records never
-re-encoded), the active segment is rolled if needed and the bytes are written.
+re-encoded), the active segment is rolled if needed and the bytes are written. A client's common append of one
+batch is instead one call under the lock, :meth:`~mini_broker.log.log_end.LogEndApi.append_client` of the log's end
+(:mod:`mini_broker.log.log_end`: the log end offset's metadata and the high watermark live there), which does the same
+steps when compiled and declines, nothing done, for anything else.
 
 Recovery on open is :func:`~mini_broker.log.log_loader.load_segments` (stray files removed, segments from
 the recovery point re-read, a torn tail cut). Retention (:meth:`delete_old_segments`) and DeleteRecords
@@ -50,6 +53,7 @@ from mini_broker.log.fetch_data_info import FetchDataInfo, LogAppendInfo, Timest
 from mini_broker.log.leader_epoch_cache import LeaderEpochCache
 from mini_broker.log.local_log import offset_of_max_timestamp, offset_of_timestamp, parse_topic_partition, read_segments
 from mini_broker.log.log_config import LogConfig
+from mini_broker.log.log_end import new_log_end
 from mini_broker.log.log_loader import SWAP_FILE_SUFFIX, load_segments
 from mini_broker.log.log_offset_metadata import FetchIsolation, LogOffsetMetadata
 from mini_broker.log.log_segment import AppendedBatch, LogSegment
@@ -123,6 +127,8 @@ class Log:
     ) -> None:
         self.dir_path = dir_path
         self.topic, self.partition = parse_topic_partition(os.path.basename(os.path.normpath(dir_path)))
+        #: the log end offset, the high watermark and the common append (a kernel type when the kernel is loaded)
+        self._end = new_log_end()
         self._set_config(config)
         self._time = time
         self._lock = threading.RLock()
@@ -135,14 +141,15 @@ class Log:
         self._closed = False
         os.makedirs(dir_path, exist_ok=True)
         self._load(had_clean_shutdown)
-        self._high_watermark = self.log_end_offset
-        self._hw_metadata: LogOffsetMetadata | None = None
+        self._end.high_watermark = self.log_end_offset
+        self._end.hw_metadata = None
         #: Idempotent producers of this partition (Kafka: owned by UnifiedLog). Loaded from the newest
         #: ``<offset>.snapshot`` at or below the LEO (newer ones, e.g. past a truncated tail, are deleted),
         #: then rebuilt by replaying the log after it.
         self.producer_state = ProducerStateManager(
             f"{self.topic}-{self.partition}", dir_path, producer_id_expiration_ms
         )
+        self.producer_state.lend_to(self._end)
         completed = rebuild_from_log(self.producer_state, self, time.milliseconds())
         self._update_txn_indexes(completed, replayed=True)
         self.producer_state.delete_snapshots_before(self._segments[0].base_offset)
@@ -155,6 +162,7 @@ class Log:
         self.config = config
         #: the config's values an append reads, computed once per config
         self.append_checks = AppendChecks.of(config)
+        self._end.configure(self.append_checks)
 
     # -- loading --------------------------------------------------------------------------------------
     def _load(self, had_clean_shutdown: bool) -> None:
@@ -165,39 +173,40 @@ class Log:
         self._set_segments(kept)
         active = kept[-1]
         leo = active.next_offset()
-        self._leo_metadata = LogOffsetMetadata(leo, active.base_offset, active.size)
+        self._end.end_metadata = LogOffsetMetadata(leo, active.base_offset, active.size)
         self.log_start_offset = min(max(self.log_start_offset, kept[0].base_offset), leo)
         self.recovery_point = leo
 
     def _set_segments(self, segments: list[LogSegment]) -> None:
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
+        self._end.set_tail(segments[-1].tail)
 
     # -- offsets --------------------------------------------------------------------------------------
     @property
     def log_end_offset(self) -> int:
-        return self._leo_metadata.message_offset
+        return self._end.end_metadata.message_offset
 
     @property
     def log_end_offset_metadata(self) -> LogOffsetMetadata:
-        return self._leo_metadata
+        return self._end.end_metadata
 
     @property
     def high_watermark(self) -> int:
-        return self._high_watermark
+        return self._end.high_watermark
 
     @property
     def last_stable_offset(self) -> int:
         """The LSO: the first unstable offset if below the high watermark, else the high watermark; at least
         the log start offset."""
-        hw = self._high_watermark
+        hw = self._end.high_watermark
         first_unstable = self.producer_state.first_unstable_offset()
         lso = first_unstable if first_unstable is not None and first_unstable < hw else hw
         return max(lso, self.log_start_offset)
 
     def last_stable_offset_metadata(self) -> LogOffsetMetadata:
         lso = self.last_stable_offset
-        if lso == self._high_watermark:
+        if lso == self._end.high_watermark:
             return self.high_watermark_metadata()
         self._lso_metadata = self._metadata_cached(lso, self._lso_metadata)
         return self._lso_metadata
@@ -272,13 +281,13 @@ class Log:
 
     def _update_high_watermark_locked(self, offset: int) -> int:
         # (comparisons rather than min/max: the builtins cost ~700 instructions a call, and this runs on every append)
-        start, leo = self.log_start_offset, self._leo_metadata[_MESSAGE_OFFSET]
+        start, leo = self.log_start_offset, self._end.end_metadata[_MESSAGE_OFFSET]
         hw = offset if offset > start else start
         if hw > leo:
             hw = leo
-        if hw != self._high_watermark:
-            self._high_watermark = hw
-            self._hw_metadata = None
+        if hw != self._end.high_watermark:
+            self._end.high_watermark = hw
+            self._end.hw_metadata = None
         self.producer_state.on_high_watermark_updated(hw)
         return hw
 
@@ -293,24 +302,24 @@ class Log:
             return self._increment_high_watermark_locked(offset)
 
     def _increment_high_watermark_locked(self, offset: int) -> bool:
-        leo = self._leo_metadata[_MESSAGE_OFFSET]
-        if (offset if offset < leo else leo) <= self._high_watermark:
+        leo = self._end.end_metadata[_MESSAGE_OFFSET]
+        if (offset if offset < leo else leo) <= self._end.high_watermark:
             return False
         self._update_high_watermark_locked(offset)
         return True
 
     def high_watermark_metadata(self) -> LogOffsetMetadata:
-        hw = self._high_watermark
-        leo = self._leo_metadata
+        hw = self._end.high_watermark
+        leo = self._end.end_metadata
         if hw == leo.message_offset:
             return leo
-        self._hw_metadata = self._metadata_cached(hw, self._hw_metadata)
-        return self._hw_metadata
+        self._end.hw_metadata = self._metadata_cached(hw, self._end.hw_metadata)
+        return self._end.hw_metadata
 
     def end_offset_metadata(self, isolation: FetchIsolation) -> LogOffsetMetadata:
         """Where readable data ends for ``isolation`` (LEO, high watermark or LSO)."""
         if isolation is FetchIsolation.LOG_END:
-            return self._leo_metadata
+            return self._end.end_metadata
         if isolation is FetchIsolation.TXN_COMMITTED:
             return self.last_stable_offset_metadata()
         return self.high_watermark_metadata()
@@ -321,7 +330,7 @@ class Log:
             return None
         if isolation is FetchIsolation.TXN_COMMITTED:
             return self.last_stable_offset
-        return self._high_watermark
+        return self._end.high_watermark
 
     # -- append ---------------------------------------------------------------------------------------
     def append(
@@ -347,6 +356,19 @@ class Log:
         memoryview (a request frame's records, which nothing reads after the append), rewritten in place: no
         copy of the whole request per append.
         """
+        checks = self.append_checks
+        now = self._time.milliseconds()
+        one: ClientBatch | None = None
+        if origin is _CLIENT and self._epoch_cache is None:
+            # the common append in one call (the log's end, when compiled), under the lock; declined: the steps below,
+            # from the batch's check (or without it when the call checked the batch and read its header: ``one``)
+            with self._lock:
+                if not self._closed:
+                    done = self._end.append_client(records, now, leader_epoch, raise_high_watermark,
+                                                   self.log_start_offset, self.recovery_point)
+                    if isinstance(done, LogAppendInfo):
+                        return done
+                    one = done
         # ``records`` itself when it is a writable, contiguous memoryview of bytes (headers are rewritten in it), else
         # a copy to rewrite (here rather than in a helper: a frame less on every append)
         buf: bytearray | memoryview
@@ -355,10 +377,9 @@ class Log:
             buf = records
         else:
             buf = bytearray(records)
-        checks = self.append_checks
-        now = self._time.milliseconds()
         if origin is _CLIENT:
-            one = single_client_batch(buf, checks, now)
+            if one is None:
+                one = single_client_batch(buf, checks, now)
             if one is not None:
                 return self._append_client_batch(buf, one, checks, leader_epoch, raise_high_watermark)
         batches = analyze_and_validate(buf, origin, checks, now)
@@ -371,7 +392,7 @@ class Log:
                 raise KafkaStorageError(f"log {self.dir_path} is closed")
             now = self._time.milliseconds()
             log_append = checks.log_append_time
-            next_offset = self._leo_metadata.message_offset
+            next_offset = self._end.end_metadata.message_offset
             if origin is _REPLICATION:
                 if batches[0].base_offset < next_offset:
                     raise CorruptRecordError(
@@ -387,7 +408,7 @@ class Log:
                     checked = self.producer_state.prepare_append(batches, first_offset, producer_origin)
                     if isinstance(checked, BatchMetadata):
                         if raise_high_watermark:
-                            self._increment_high_watermark_locked(self._leo_metadata.message_offset)
+                            self._increment_high_watermark_locked(self._end.end_metadata.message_offset)
                         return self._duplicate_append_info(checked)
                     pending = checked
                     break
@@ -405,7 +426,7 @@ class Log:
                 raise KafkaStorageError(f"log {self.dir_path} is closed")
             now = self._time.milliseconds()
             log_append = checks[_LOG_APPEND_TIME]
-            first_offset = self._leo_metadata[_MESSAGE_OFFSET]
+            first_offset = self._end.end_metadata[_MESSAGE_OFFSET]
             pending: PendingAppend | None = None
             entry: ProducerStateEntry | None = None
             if producer_id >= 0:
@@ -450,7 +471,7 @@ class Log:
             size = segment.size
         if self._epoch_cache is not None:
             self._cache_epochs(buf, appended)
-        self._leo_metadata = _new_offset_metadata(next_offset, segment.base_offset, size)
+        self._end.end_metadata = _new_offset_metadata(next_offset, segment.base_offset, size)
         # the producer state moves only once the batches are in the log (Kafka: after localLog.append)
         if next_entry is not None and batch is not None:
             self.producer_state.complete_next_append(next_entry, batch[3], batch[4], batch[5], first_offset)
@@ -526,7 +547,7 @@ class Log:
 
         Raises ``OffsetOutOfRangeError`` when ``start_offset`` is outside [log start, LEO].
         """
-        end = self._leo_metadata
+        end = self._end.end_metadata
         segments = self._segments
         log_start = self.log_start_offset
         if start_offset == end.message_offset:
@@ -548,20 +569,20 @@ class Log:
         return read_segments(segments, start_offset, max_bytes, bound, min_one_message, end)
 
     def _bound_metadata(self, offset: int) -> LogOffsetMetadata:
-        if offset == self._high_watermark:
+        if offset == self._end.high_watermark:
             return self.high_watermark_metadata()
         return self.offset_metadata(offset)
 
     def offset_metadata(self, offset: int) -> LogOffsetMetadata:
         """The position of ``offset`` (its batch's start). Raises ``OffsetOutOfRangeError`` outside the log."""
-        end = self._leo_metadata
+        end = self._end.end_metadata
         if offset == end.message_offset:
             return end
         info = self._read_unbounded(offset)
         return info.fetch_offset_metadata
 
     def _read_unbounded(self, offset: int) -> FetchDataInfo:
-        end = self._leo_metadata
+        end = self._end.end_metadata
         if offset > end.message_offset or offset < self.log_start_offset:
             raise OffsetOutOfRangeError(f"offset {offset} is out of range for {self.topic}-{self.partition}")
         return read_segments(self._segments, offset, 1, end, False, end)
@@ -603,10 +624,10 @@ class Log:
         Raises ``OffsetOutOfRangeError`` when ``offset`` is above the high watermark.
         """
         with self._lock:
-            if offset > self._high_watermark:
+            if offset > self._end.high_watermark:
                 raise OffsetOutOfRangeError(
                     f"cannot move the log start offset of {self.topic}-{self.partition} to {offset}: "
-                    f"above the high watermark {self._high_watermark}"
+                    f"above the high watermark {self._end.high_watermark}"
                 )
             if offset > self.log_start_offset:
                 self.log_start_offset = offset
@@ -660,7 +681,7 @@ class Log:
             upper = nxt.base_offset if nxt is not None else self.log_end_offset
             if nxt is None and segment.size == 0:
                 break
-            if upper > self._high_watermark or not predicate(segment, nxt):
+            if upper > self._end.high_watermark or not predicate(segment, nxt):
                 break
             deletable.append(segment)
         if not deletable:
@@ -775,7 +796,7 @@ class Log:
 
     def __repr__(self) -> str:
         return (
-            f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, hw={self._high_watermark}, "
+            f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, hw={self._end.high_watermark}, "
             f"end={self.log_end_offset}, segments={len(self._segments)})"
         )
 

@@ -41,7 +41,7 @@ import os
 import struct
 import threading
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from crc32c import crc32c
 from sortedcontainers import SortedDict
@@ -60,6 +60,9 @@ from pykafka_client.errors import CorruptRecordError
 from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.control import ControlRecordType, EndTransactionMarker
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
+
+if TYPE_CHECKING:  # (the log imports this module)
+    from mini_broker.log.log_end import LogEndApi
 
 _log = logging.getLogger(__name__)
 #: read once (an Enum class attribute read goes through EnumType.__getattr__ on Python 3.11)
@@ -171,6 +174,14 @@ class ProducerStateManager:
         self._ongoing_txns: SortedDict = SortedDict()
         #: first offset -> TxnMetadata of completed transactions whose marker is not below the HW yet.
         self._unreplicated_txns: SortedDict = SortedDict()
+
+    def lend_to(self, log_end: LogEndApi) -> None:
+        """Lend the log's end (:mod:`mini_broker.log.log_end`) what its common append reads and moves: this manager
+        (its :attr:`map_end_offset` and :meth:`update_map_end_offset`), the producers map (checked as
+        :meth:`next_append_entry` does and completed as :meth:`complete_next_append` does, under this manager's lock),
+        the lock, and the unreplicated transactions (the append declines while any is left for
+        :meth:`on_high_watermark_updated` to forget). The map and the lock are never replaced."""
+        log_end.bind_producer_state(self, self._producers, self._lock, self._unreplicated_txns)
 
     # --- queries -------------------------------------------------------------------------------------
 

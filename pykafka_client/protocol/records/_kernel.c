@@ -27,7 +27,8 @@
  *   network:  network (per-request objects, a connection's frames), network_memory_pool, client_in_flight (a
  *             client's in-flight requests, InFlightRequests);
  *   broker:   broker_produce_request, broker_request_times, broker_produce_response, broker_log_index,
- *             broker_log_append (a segment's append state SegmentTail, the producer state's next-batch check).
+ *             broker_log_append (a segment's append state SegmentTail, the producer state's next-batch check),
+ *             broker_log_end (a log's end LogEnd: the LEO, the high watermark, a client's common append in one call).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -73,6 +74,7 @@ static PyObject *py_read_varint = NULL;
 #include "kernel/broker_produce_response.c.h"
 #include "kernel/broker_log_index.c.h"
 #include "kernel/broker_log_append.c.h"
+#include "kernel/broker_log_end.c.h"
 
 /* ---- module ---------------------------------------------------------------------------------------- */
 
@@ -153,6 +155,7 @@ static PyMethodDef kernel_methods[] = {
     {"producer_next_entry", (PyCFunction)(void (*)(void))k_producer_next_entry, METH_FASTCALL,
      producer_next_entry_doc},
     {"producer_add_next", (PyCFunction)(void (*)(void))k_producer_add_next, METH_FASTCALL, producer_add_next_doc},
+    {"log_end", (PyCFunction)(void (*)(void))k_log_end, METH_FASTCALL, log_end_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -219,6 +222,11 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_INCREF(&InFlightType);
     if (PyModule_AddObject(m, "InFlightRequests", (PyObject *)&InFlightType) < 0) {
         Py_DECREF(&InFlightType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* broker_log_end.c.h's type */
+    if (PyType_Ready(&LogEndType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

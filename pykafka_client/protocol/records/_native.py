@@ -288,6 +288,11 @@ class Kernel(Protocol):
                           max_timestamp: int, last_offset: int, make_batch: Callable[..., Any], /) -> None:
         """Reference: ``ProducerStateManager.complete_next_append``'s update of ``entry`` and ``producers`` (under the
         manager's lock; the map end offset is the caller's)."""
+    # broker_log_end.c.h
+    def log_end(self, make_metadata: Callable[..., Any], make_info: Callable[..., Any], make_batch: Callable[..., Any],
+                crc32c: Callable[..., int], /) -> Any:
+        """Reference: ``mini_broker.log.log_end.LogEnd()`` (its instances are ``LogEndApi``; the compiled one's
+        ``append_client`` is ``Log.append``'s common append of a client's one batch)."""
 
     def release_once(self, pool: object, size: int, /) -> Callable[[], None]:
         """Reference: ``pykafka_client.network.transport.memory_pool._Release(pool, size)``."""

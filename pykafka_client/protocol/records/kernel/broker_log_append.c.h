@@ -151,6 +151,57 @@ PyDoc_STRVAR(segtail_append_one_doc,
 "indexed as LogSegment.append does, the new size returned. -1, nothing done, otherwise (the caller runs the\n"
 "reference: should_roll, the roll, LogSegment.append).");
 
+/* should_roll's rules for an append of size bytes whose last offset and max timestamp are given: 1 when none would
+ * roll and the segment or the indexes need not be asked (append_one may write), 0 when append_one declines */
+static int segtail_accepts(SegTailObject *self, long long size, long long last_offset, long long roll_max_timestamp)
+{
+    long long physical = self->size;
+    if (physical > self->segment_bytes - size || self->index_room <= 0 || self->fd < 0 ||
+        !(last_offset - self->base_offset >= 0 && last_offset - self->base_offset <= INT32_MAX))
+        return 0;
+    if (physical > 0) {
+        if (!self->has_rolling_base || self->rolling_based_timestamp < 0)
+            return 0;
+        if (roll_max_timestamp - self->rolling_based_timestamp > self->roll_ms)
+            return 0;
+    }
+    return 1;
+}
+
+/* LogSegment.append of one batch that segtail_accepts accepted: written (GIL released, as os.write) and indexed; the
+ * new size, -1 with an error (an OSError from the write) */
+static long long segtail_write_one(SegTailObject *self, const char *p, Py_ssize_t len, long long last_offset,
+                                   long long max_timestamp)
+{
+    long long size = (long long)len, physical = self->size;
+    if (physical == 0) {
+        self->has_rolling_base = 1;
+        self->rolling_based_timestamp = max_timestamp;
+    }
+    Py_ssize_t left = len;
+    while (left > 0) {
+        ssize_t n;
+        Py_BEGIN_ALLOW_THREADS
+        n = write(self->fd, p, (size_t)left);
+        Py_END_ALLOW_THREADS
+        if (n < 0) {
+            if (errno == EINTR) {
+                if (PyErr_CheckSignals() < 0)
+                    return -1;
+                continue;
+            }
+            PyErr_SetFromErrno(PyExc_OSError);
+            return -1;
+        }
+        p += n;
+        left -= n;
+    }
+    if (segtail_index_batch(self, physical, last_offset, max_timestamp, size) < 0)
+        return -1;
+    self->size = physical + size;
+    return self->size;
+}
+
 static PyObject *segtail_append_one(SegTailObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 4) {
@@ -169,52 +220,14 @@ static PyObject *segtail_append_one(SegTailObject *self, PyObject *const *args, 
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    long long size = (long long)view.len, physical = self->size;
+    long long size = -1;
     /* should_roll's rules: declined when any would roll, or when it would ask the segment or the indexes */
-    if (physical > self->segment_bytes - size || self->index_room <= 0 || self->fd < 0 ||
-        !(last_offset - self->base_offset >= 0 && last_offset - self->base_offset <= INT32_MAX))
-        goto decline;
-    if (physical > 0) {
-        if (!self->has_rolling_base || self->rolling_based_timestamp < 0)
-            goto decline;
-        if (roll_max_timestamp - self->rolling_based_timestamp > self->roll_ms)
-            goto decline;
-    }
-    /* LogSegment.append */
-    if (physical == 0) {
-        self->has_rolling_base = 1;
-        self->rolling_based_timestamp = max_timestamp;
-    }
-    const char *p = (const char *)view.buf;
-    Py_ssize_t left = view.len;
-    while (left > 0) {
-        ssize_t n;
-        Py_BEGIN_ALLOW_THREADS
-        n = write(self->fd, p, (size_t)left);
-        Py_END_ALLOW_THREADS
-        if (n < 0) {
-            if (errno == EINTR) {
-                if (PyErr_CheckSignals() < 0)
-                    goto error;
-                continue;
-            }
-            PyErr_SetFromErrno(PyExc_OSError);
-            goto error;
-        }
-        p += n;
-        left -= n;
-    }
+    if (segtail_accepts(self, (long long)view.len, last_offset, roll_max_timestamp))
+        size = segtail_write_one(self, (const char *)view.buf, view.len, last_offset, max_timestamp);
     PyBuffer_Release(&view);
-    if (segtail_index_batch(self, physical, last_offset, max_timestamp, size) < 0)
+    if (size < 0 && PyErr_Occurred())
         return NULL;
-    self->size = physical + size;
-    return PyLong_FromLongLong(self->size);
-decline:
-    PyBuffer_Release(&view);
-    return PyLong_FromLong(-1);
-error:
-    PyBuffer_Release(&view);
-    return NULL;
+    return PyLong_FromLongLong(size);
 }
 
 PyDoc_STRVAR(segtail_configure_doc,
@@ -379,6 +392,22 @@ static PyObject *k_segment_tail(PyObject *self, PyObject *const *args, Py_ssize_
 /* ---- the producer state's next batch -------------------------------------------------------------------------- */
 
 static PyObject *pne_str_batch_metadata, *pne_str_producer_epoch, *pne_str_current_txn_first_offset;
+static PyObject *pne_str_append, *pne_str_last_timestamp, *pne_str_producer_id;
+
+/* the attribute names the producer-state functions read, interned once; -1 with an error */
+static int pne_strings(void)
+{
+    if (pne_str_producer_id != NULL)
+        return 0;
+    pne_str_batch_metadata = PyUnicode_InternFromString("batch_metadata");
+    pne_str_producer_epoch = PyUnicode_InternFromString("producer_epoch");
+    pne_str_current_txn_first_offset = PyUnicode_InternFromString("current_txn_first_offset");
+    pne_str_append = PyUnicode_InternFromString("append");
+    pne_str_last_timestamp = PyUnicode_InternFromString("last_timestamp");
+    pne_str_producer_id = PyUnicode_InternFromString("producer_id");
+    return pne_str_batch_metadata == NULL || pne_str_producer_epoch == NULL || pne_str_current_txn_first_offset == NULL ||
+           pne_str_append == NULL || pne_str_last_timestamp == NULL || pne_str_producer_id == NULL ? -1 : 0;
+}
 
 /* a field of a BatchMetadata (a tuple: last_seq, last_offset, offset_delta, timestamp); -1 with an error */
 static int pne_field(PyObject *batch, Py_ssize_t i, long long *out)
@@ -393,46 +422,12 @@ static int pne_field(PyObject *batch, Py_ssize_t i, long long *out)
 
 #define PNE_INT_MAX 2147483647LL
 
-PyDoc_STRVAR(producer_next_entry_doc,
-"producer_next_entry(producers, producer_id, epoch, first_seq, delta, is_transactional, is_control, /) -> entry | None\n\n"
-"Reference: mini_broker.producer_state.producer_state_manager.ProducerStateManager.next_append_entry on its producers\n"
-"(producer id -> ProducerStateEntry): the entry of the batch's producer when the batch is its next one (same epoch,\n"
-"the sequence right after its last batch, not a duplicate of a cached one, the transaction state unchanged); None\n"
-"otherwise. Changes nothing.");
-
-static PyObject *k_producer_next_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* ProducerStateManager.next_append_entry on producers (the key: the producer id as an int): a new reference to the
+ * entry, or to None; NULL with an error */
+static PyObject *pne_next_entry(PyObject *producers, PyObject *key, long long producer_id, long long epoch,
+                                long long first_seq, long long delta, int is_transactional, int is_control)
 {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "producer_next_entry takes 7 arguments");
-        return NULL;
-    }
-    if (!PyDict_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "producer_next_entry: producers is a dict");
-        return NULL;
-    }
-    if (pne_str_batch_metadata == NULL) {
-        pne_str_batch_metadata = PyUnicode_InternFromString("batch_metadata");
-        pne_str_producer_epoch = PyUnicode_InternFromString("producer_epoch");
-        pne_str_current_txn_first_offset = PyUnicode_InternFromString("current_txn_first_offset");
-        if (pne_str_batch_metadata == NULL || pne_str_producer_epoch == NULL || pne_str_current_txn_first_offset == NULL)
-            return NULL;
-    }
-    long long producer_id = PyLong_AsLongLong(args[1]), epoch, first_seq, delta;
-    if (producer_id == -1 && PyErr_Occurred())
-        return NULL;
-    if ((epoch = PyLong_AsLongLong(args[2])) == -1 && PyErr_Occurred())
-        return NULL;
-    if ((first_seq = PyLong_AsLongLong(args[3])) == -1 && PyErr_Occurred())
-        return NULL;
-    if ((delta = PyLong_AsLongLong(args[4])) == -1 && PyErr_Occurred())
-        return NULL;
-    int is_transactional = PyObject_IsTrue(args[5]);
-    if (is_transactional < 0)
-        return NULL;
-    int is_control = PyObject_IsTrue(args[6]);
-    if (is_control < 0)
-        return NULL;
-    PyObject *entry = PyDict_GetItemWithError(args[0], args[1]); /* borrowed */
+    PyObject *entry = PyDict_GetItemWithError(producers, key); /* borrowed */
     if (entry == NULL) {
         if (PyErr_Occurred())
             return NULL;
@@ -498,7 +493,45 @@ error:
     return NULL;
 }
 
-static PyObject *pne_str_append, *pne_str_last_timestamp, *pne_str_producer_id;
+PyDoc_STRVAR(producer_next_entry_doc,
+"producer_next_entry(producers, producer_id, epoch, first_seq, delta, is_transactional, is_control, /) -> entry | None\n\n"
+"Reference: mini_broker.producer_state.producer_state_manager.ProducerStateManager.next_append_entry on its producers\n"
+"(producer id -> ProducerStateEntry): the entry of the batch's producer when the batch is its next one (same epoch,\n"
+"the sequence right after its last batch, not a duplicate of a cached one, the transaction state unchanged); None\n"
+"otherwise. Changes nothing.");
+
+static PyObject *k_producer_next_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "producer_next_entry takes 7 arguments");
+        return NULL;
+    }
+    if (!PyDict_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "producer_next_entry: producers is a dict");
+        return NULL;
+    }
+    if (pne_strings() < 0)
+        return NULL;
+    long long producer_id = PyLong_AsLongLong(args[1]), epoch, first_seq, delta;
+    if (producer_id == -1 && PyErr_Occurred())
+        return NULL;
+    if ((epoch = PyLong_AsLongLong(args[2])) == -1 && PyErr_Occurred())
+        return NULL;
+    if ((first_seq = PyLong_AsLongLong(args[3])) == -1 && PyErr_Occurred())
+        return NULL;
+    if ((delta = PyLong_AsLongLong(args[4])) == -1 && PyErr_Occurred())
+        return NULL;
+    int is_transactional = PyObject_IsTrue(args[5]);
+    if (is_transactional < 0)
+        return NULL;
+    int is_control = PyObject_IsTrue(args[6]);
+    if (is_control < 0)
+        return NULL;
+    return pne_next_entry(args[0], args[1], producer_id, epoch, first_seq, delta, is_transactional, is_control);
+}
+
+static int pne_add_next(PyObject *producers, PyObject *entry, long long first_seq, long long delta,
+                        PyObject *delta_obj, PyObject *max_timestamp, PyObject *last_offset, PyObject *make_batch);
 
 PyDoc_STRVAR(producer_add_next_doc,
 "producer_add_next(producers, entry, first_seq, delta, max_timestamp, last_offset, make_batch, /) -> None\n\n"
@@ -517,52 +550,50 @@ static PyObject *k_producer_add_next(PyObject *self, PyObject *const *args, Py_s
         PyErr_SetString(PyExc_TypeError, "producer_add_next: producers is a dict");
         return NULL;
     }
-    if (pne_str_append == NULL) {
-        pne_str_append = PyUnicode_InternFromString("append");
-        pne_str_last_timestamp = PyUnicode_InternFromString("last_timestamp");
-        pne_str_producer_id = PyUnicode_InternFromString("producer_id");
-        if (pne_str_append == NULL || pne_str_last_timestamp == NULL || pne_str_producer_id == NULL)
-            return NULL;
-    }
-    if (pne_str_batch_metadata == NULL) {
-        pne_str_batch_metadata = PyUnicode_InternFromString("batch_metadata");
-        if (pne_str_batch_metadata == NULL)
-            return NULL;
-    }
-    PyObject *entry = args[1];
+    if (pne_strings() < 0)
+        return NULL;
     long long first_seq = PyLong_AsLongLong(args[2]), delta;
     if (first_seq == -1 && PyErr_Occurred())
         return NULL;
     if ((delta = PyLong_AsLongLong(args[3])) == -1 && PyErr_Occurred())
         return NULL;
+    if (pne_add_next(args[0], args[1], first_seq, delta, args[3], args[4], args[5], args[6]) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* k_producer_add_next's body (delta_obj: delta as an int); 0, or -1 with an error */
+static int pne_add_next(PyObject *producers, PyObject *entry, long long first_seq, long long delta,
+                        PyObject *delta_obj, PyObject *max_timestamp, PyObject *last_offset, PyObject *make_batch)
+{
     /* next_last_sequence */
     PyObject *last_seq = PyLong_FromLongLong(first_seq < 0 ? -1 : ((first_seq + delta) & PNE_INT_MAX));
     if (last_seq == NULL)
-        return NULL;
-    PyObject *fields[4] = {last_seq, args[5], args[3], args[4]};
-    PyObject *batch = PyObject_Vectorcall(args[6], fields, 4, NULL);
+        return -1;
+    PyObject *fields[4] = {last_seq, last_offset, delta_obj, max_timestamp};
+    PyObject *batch = PyObject_Vectorcall(make_batch, fields, 4, NULL);
     Py_DECREF(last_seq);
     if (batch == NULL)
-        return NULL;
+        return -1;
     PyObject *cached = PyObject_GetAttr(entry, pne_str_batch_metadata), *r = NULL, *pid = NULL;
     if (cached == NULL)
         goto error;
     /* (the deque's bound evicts the oldest of more than NUM_BATCHES_TO_RETAIN) */
     if ((r = PyObject_CallMethodOneArg(cached, pne_str_append, batch)) == NULL)
         goto error;
-    if (PyObject_SetAttr(entry, pne_str_last_timestamp, args[4]) < 0)
+    if (PyObject_SetAttr(entry, pne_str_last_timestamp, max_timestamp) < 0)
         goto error;
-    if ((pid = PyObject_GetAttr(entry, pne_str_producer_id)) == NULL || PyDict_SetItem(args[0], pid, entry) < 0)
+    if ((pid = PyObject_GetAttr(entry, pne_str_producer_id)) == NULL || PyDict_SetItem(producers, pid, entry) < 0)
         goto error;
     Py_DECREF(pid);
     Py_DECREF(r);
     Py_DECREF(cached);
     Py_DECREF(batch);
-    Py_RETURN_NONE;
+    return 0;
 error:
     Py_XDECREF(pid);
     Py_XDECREF(r);
     Py_XDECREF(cached);
     Py_DECREF(batch);
-    return NULL;
+    return -1;
 }
