@@ -260,12 +260,12 @@ class Sender:
         loaded = _native.loaded_kernel()
         #: what the kernel's ``sender_send_round`` is given each round besides the Sender and the time (all kept for
         #: the Sender's life): the accumulator's round state, the snapshot type it runs on (any other metadata's
-        #: snapshot goes to :meth:`send_producer_data_reference`), the checksum, and the completion callback's
-        #: fixed part (``partial(handle_produce_response, reference, SUCCEEDED)``, bound per request to the Sender
-        #: and the request's batches: the callback :meth:`send_produce_request` makes)
+        #: snapshot goes to :meth:`send_producer_data_reference`), the checksum, and what the completion callback is
+        #: made of: ``partial(_native.kernel.handle_produce_response, reference, SUCCEEDED, self, batches)``, the
+        #: kernel as of the send, as :meth:`send_produce_request` makes it
         self._round_setup = None if loaded is None else (
-            accumulator.round_state(), MetadataSnapshot, crc32c,
-            partial(loaded.handle_produce_response, _handle_produce_response_reference, _SUCCEEDED),
+            accumulator.round_state(), MetadataSnapshot, crc32c, (_native, partial, _handle_produce_response_reference,
+                                                                  _SUCCEEDED),
         )
 
     # --- thread loop ---------------------------------------------------------------------------------

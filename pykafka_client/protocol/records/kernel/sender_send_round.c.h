@@ -18,7 +18,7 @@ enum { SR_METADATA, SR_ACCUMULATOR, SR_CLIENT, SR_METRICS, SR_TM, SR_ACKS, SR_RE
        SR_RETAIN, SR_REFERENCE, SR_ADD, SR_UPDATE_FOR_TOPIC, SR_READY, SR_POLL_DELAY, SR_PREPARE, SR_MUTE,
        SR_EXPIRED_IN_FLIGHT, SR_FAIL_EXPIRED, SR_TID, SR_SEND_PRODUCE, SR_NEW_REQUEST, SR_SEND, SR_REQUESTS_SENT,
        SR_BATCHES_SENT, SR_RECORDS_SENT, SR_BYTES_SENT, SR_OLDEST, SR_DRAIN, SR_EXPIRED_BATCHES, SR_NEXT_EXPIRY_TIME,
-       SR_COUNT };
+       SR_KERNEL, SR_HANDLE, SR_COUNT };
 static const char *const send_round_names[SR_COUNT] = {
     "metadata", "accumulator", "client", "metrics", "transaction_manager", "acks", "request_timeout_ms",
     "max_request_size", "guarantee_message_order", "in_flight_batches", "topic_items", "linger_ms",
@@ -26,7 +26,7 @@ static const char *const send_round_names[SR_COUNT] = {
     "send_producer_data_reference", "add", "request_update_for_topic", "ready", "poll_delay_ms", "prepare_for_drain",
     "mute_partition", "expired_in_flight_batches", "fail_expired_batches", "transactional_id", "send_produce_request",
     "new_client_request", "send", "requests_sent", "batches_sent", "records_sent", "bytes_sent",
-    "oldest_allowed_version", "drain", "expired_batches", "next_expiry_time_ms",
+    "oldest_allowed_version", "drain", "expired_batches", "next_expiry_time_ms", "kernel", "handle_produce_response",
 };
 static PyObject *srattr[SR_COUNT];
 static slot_cache srcache[SR_COUNT];
@@ -123,10 +123,18 @@ static int send_round_request(PyObject *sender, PyObject *client, PyObject *metr
         goto done;
     if ((node_str = PyObject_Str(node_id)) == NULL)
         goto done;
-    /* partial(kernel.handle_produce_response, reference, SUCCEEDED, sender, by_tp) (a partial of the setup's partial
-     * is flattened into one) */
-    if ((callback = PyObject_CallFunctionObjArgs((PyObject *)Py_TYPE(completion), completion, sender, by_tp, NULL))
-        == NULL)
+    /* partial(_native.kernel.handle_produce_response, reference, SUCCEEDED, sender, by_tp): the kernel as of now */
+    {
+        PyObject *kernel = PyObject_GetAttr(PyTuple_GET_ITEM(completion, 0), srattr[SR_KERNEL]);
+        PyObject *handle = kernel == NULL ? NULL : PyObject_GetAttr(kernel, srattr[SR_HANDLE]);
+        Py_XDECREF(kernel);
+        if (handle == NULL)
+            goto done;
+        PyObject *pargs[5] = {handle, PyTuple_GET_ITEM(completion, 2), PyTuple_GET_ITEM(completion, 3), sender, by_tp};
+        callback = PyObject_Vectorcall(PyTuple_GET_ITEM(completion, 1), pargs, 5, NULL);
+        Py_DECREF(handle);
+    }
+    if (callback == NULL)
         goto done;
     /* the transactional id is a field from v3 (the first version of magic v2 batches) */
     if ((body_tid = sr_get(body, SR_TID)) == NULL)
@@ -183,8 +191,9 @@ PyDoc_STRVAR(sender_send_round_doc,
 "sender_send_round(sender, setup, now_ms) -> poll timeout\n\n"
 "Sender.send_producer_data compiled: the metadata step (retain_topics_and_fetch_snapshot), then what\n"
 "send_producer_data_reference does with the snapshot, calling it instead for a snapshot that is not the setup's\n"
-"MetadataSnapshot type. ``setup`` is (the accumulator's round_state(), the MetadataSnapshot type, crc32c, the\n"
-"completion callback's fixed part partial(handle_produce_response, reference, SUCCEEDED)).");
+"MetadataSnapshot type. ``setup`` is (the accumulator's round_state(), the MetadataSnapshot type, crc32c,\n"
+"(the _native module, functools.partial, the reference completion, SUCCEEDED)): each request's completion callback\n"
+"is partial(_native.kernel.handle_produce_response, reference, SUCCEEDED, sender, batches by partition).");
 
 static PyObject *k_sender_send_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -197,7 +206,8 @@ static PyObject *k_sender_send_round(PyObject *self, PyObject *const *args, Py_s
     if (send_round_init() < 0 || round_arg_int(now, &now_ms) < 0)
         return NULL;
     if (!PyTuple_Check(setup) || PyTuple_GET_SIZE(setup) != 4 || !PyTuple_Check(PyTuple_GET_ITEM(setup, 0)) ||
-        PyTuple_GET_SIZE(PyTuple_GET_ITEM(setup, 0)) != 6 || !PyType_Check(PyTuple_GET_ITEM(setup, 1))) {
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(setup, 0)) != 6 || !PyType_Check(PyTuple_GET_ITEM(setup, 1)) ||
+        !PyTuple_Check(PyTuple_GET_ITEM(setup, 3)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(setup, 3)) != 4) {
         PyErr_SetString(PyExc_TypeError, "sender_send_round: the setup is not the Sender's");
         return NULL;
     }
