@@ -277,7 +277,10 @@ class Sender:
         self.start_run()
         try:
             while self._running:  # run_step's running phase, without run_step's phase checks each iteration
-                self._run_once_safely()
+                try:  # _run_once_safely inlined: once per iteration
+                    self.run_once()
+                except Exception:
+                    log.exception(_UNCAUGHT)
             while self.run_step():
                 pass
         finally:
