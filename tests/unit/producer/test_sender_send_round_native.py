@@ -69,10 +69,19 @@ def _run(mode: str, ops: list[tuple[str, int, int, int]], idempotent: bool, max_
                 retry_backoff_max_ms=50, delivery_timeout_ms=1500, linger_ms=linger_ms, partitions=PARTITIONS)
     if mode == "declined":  # a wrapper on the instance: the compiled round runs the reference
         ready = h.accumulator.ready
-        h.accumulator.ready = lambda md, now: ready(md, now)  # type: ignore[method-assign]
+
+        def wrapped_ready(metadata: Any, now_ms: int) -> Any:
+            return ready(metadata, now_ms)
+
+        h.accumulator.ready = wrapped_ready  # type: ignore[method-assign]
     timeouts: list[int] = []
     poll = h.client.poll
-    h.client.poll = lambda timeout, now: (timeouts.append(timeout), poll(timeout, now))[1]  # type: ignore[method-assign]
+
+    def recorded_poll(timeout_ms: int, now_ms: int) -> Any:
+        timeouts.append(timeout_ms)
+        return poll(timeout_ms, now_ms)
+
+    h.client.poll = recorded_poll  # type: ignore[method-assign]
     futures: list[Any] = []
     offsets: dict[TopicPartition, int] = {}
     steps: list[Any] = []
@@ -157,15 +166,23 @@ def test_the_round_runs_compiled_and_declines_for_a_wrapped_accumulator() -> Non
     h = Harness(partitions=PARTITIONS)
     calls: list[str] = []
     reference = h.sender.send_producer_data_reference
-    h.sender.send_producer_data_reference = (  # type: ignore[method-assign]
-        lambda snapshot, now: (calls.append("reference"), reference(snapshot, now))[1]
-    )
+
+    def recorded_reference(snapshot: Any, now: int) -> int:
+        calls.append("reference")
+        return reference(snapshot, now)
+
+    h.sender.send_producer_data_reference = recorded_reference  # type: ignore[method-assign]
     h.append(TopicPartition(TOPIC, 0), b"x", 3)
     with _native_switched(True):
         h.run_once()
         assert calls == [] and len(h.produce_requests()) == 1
         drain = h.accumulator.drain
-        h.accumulator.drain = lambda *a: (calls.append("drain"), drain(*a))[1]  # type: ignore[method-assign]
+
+        def recorded_drain(*args: Any) -> Any:
+            calls.append("drain")
+            return drain(*args)
+
+        h.accumulator.drain = recorded_drain  # type: ignore[method-assign,assignment]  # a spy taking any arguments
         h.append(TopicPartition(TOPIC, 1), b"y", 2)
         h.run_once()
     assert calls == ["reference", "drain"] and len(h.produce_requests()) == 2
