@@ -73,7 +73,7 @@ def _run(mode: str, ops: list[tuple[str, int, int, int]], idempotent: bool, max_
         def wrapped_ready(metadata: Any, now_ms: int) -> Any:
             return ready(metadata, now_ms)
 
-        h.accumulator.ready = wrapped_ready  # type: ignore[method-assign]
+        h.accumulator.ready = wrapped_ready  # type: ignore[method-assign]  # a wrapper on the instance
     timeouts: list[int] = []
     poll = h.client.poll
 
@@ -81,7 +81,7 @@ def _run(mode: str, ops: list[tuple[str, int, int, int]], idempotent: bool, max_
         timeouts.append(timeout_ms)
         return poll(timeout_ms, now_ms)
 
-    h.client.poll = recorded_poll  # type: ignore[method-assign]
+    h.client.poll = recorded_poll  # type: ignore[method-assign]  # a spy on the instance
     futures: list[Any] = []
     offsets: dict[TopicPartition, int] = {}
     steps: list[Any] = []
@@ -122,7 +122,7 @@ def _run(mode: str, ops: list[tuple[str, int, int, int]], idempotent: bool, max_
             h.metadata.topics_to_request(),
         ))
     requests = [
-        [(t.name, p.index, bytes(p.records)) for t in body.topic_data for p in t.partition_data]  # type: ignore[arg-type]
+        [(t.name, p.index, bytes(p.records)) for t in body.topic_data for p in t.partition_data]  # type: ignore[arg-type]  # records: bytes-like
         for body in h.produce_requests()
     ]
     return [requests, steps]
@@ -171,7 +171,7 @@ def test_the_round_runs_compiled_and_declines_for_a_wrapped_accumulator() -> Non
         calls.append("reference")
         return reference(snapshot, now)
 
-    h.sender.send_producer_data_reference = recorded_reference  # type: ignore[method-assign]
+    h.sender.send_producer_data_reference = recorded_reference  # type: ignore[method-assign]  # a spy on the instance
     h.append(TopicPartition(TOPIC, 0), b"x", 3)
     with _native_switched(True):
         h.run_once()
