@@ -151,7 +151,8 @@ class RecordAccumulator:
         self._topics: dict[str, _TopicInfo] = {}
         #: ``_topics``' items as of the last topic added (replaced whole under ``_topics_lock``; each topic's queues
         #: likewise in its ``queue_items``): the Sender's ready and expiry loops walk them without a copy per iteration
-        self._topic_items: tuple[tuple[str, _TopicInfo], ...] = ()
+        #: (public, read-only to others: the kernel's ``sender_send_round`` reads it each round)
+        self.topic_items: tuple[tuple[str, _TopicInfo], ...] = ()
         self._topics_lock = threading.Lock()
         #: the kernel's IncompleteBatches with the kernel (one compiled call per added and completed batch), else the
         #: reference
@@ -167,7 +168,9 @@ class RecordAccumulator:
         self._counts_lock = threading.Lock()
         #: set by :meth:`close` (read under each queue's lock by the appends, also by the kernel's send_append)
         self.closed = False
-        self._next_batch_expiry_ms = 2**63 - 1
+        #: the earliest expiry of a queued or in-flight batch as of the last expiry walk (:meth:`next_expiry_time_ms`;
+        #: set by :meth:`expired_batches`, and by the kernel's ``sender_send_round``, which does what it does)
+        self.next_batch_expiry_ms = 2**63 - 1
         self._compression_ratios = CompressionRatioEstimator()
         #: the condition every batch's futures share (BatchOutcome.condition): one per accumulator, not one per
         #: batch (a Condition costs a few us of Python-level setup, on send()'s new-batch path). A waiter wakes on
@@ -201,7 +204,7 @@ class RecordAccumulator:
                 if info is None:
                     info = _TopicInfo(BuiltInPartitioner(topic, self.batch_size, self._rng))
                     self._topics[topic] = info
-                    self._topic_items = tuple(self._topics.items())
+                    self.topic_items = tuple(self._topics.items())
         return info
 
     def _queue(self, info: _TopicInfo, partition: int) -> _PartitionQueue:
@@ -526,6 +529,18 @@ class RecordAccumulator:
         tm = self.transaction_manager
         return self.free.queued() > 0 or self.closed or self.flush_in_progress() or (tm is not None and tm.is_completing())
 
+    def round_state(self) -> tuple[
+        dict[str, _TopicInfo], set[TopicPartition], dict[int, tuple[Node, frozenset[Node]]], dict[int, int],
+        Callable[[], bool], Callable[[ProducerBatch, int, bool], tuple[bool, int]],
+    ]:
+        """What :meth:`ready` and :meth:`drain` hand the kernel, all of it kept for the accumulator's life: the topics,
+        the muted partitions, the per-node one-node sets, the drain index, and the two questions ``ready`` asks (the
+        Sender's compiled round, the kernel's ``sender_send_round``, is given these once)."""
+        return (
+            self._topics, self._muted, self._ready_node_sets, self._drain_index, self._sendable_regardless,
+            self._should_backoff,
+        )
+
     def ready(self, metadata: AccumulatorMetadata, now_ms: int) -> ReadyCheckResult:
         """The nodes with a sendable partition, the least time until another may be, and the topics whose leader is
         unknown (:meth:`ready_reference`; with the kernel and a :class:`MetadataSnapshot`, its compiled
@@ -534,7 +549,7 @@ class RecordAccumulator:
         if kernel is None or type(metadata) is not MetadataSnapshot:
             return self.ready_reference(metadata, now_ms)
         return _new_tuple(ReadyCheckResult, kernel.accumulator_ready(
-            self._topic_items, metadata, self._muted, self._ready_node_sets, self.linger_ms, self.adaptive_partitioning,
+            self.topic_items, metadata, self._muted, self._ready_node_sets, self.linger_ms, self.adaptive_partitioning,
             now_ms, self._sendable_regardless, self._should_backoff,
         ))
 
@@ -549,7 +564,7 @@ class RecordAccumulator:
         # buffer exhausted, closed, flushing or a transaction completing: asked once, and only for a batch that is
         # neither full nor past its linger (a full batch is sendable without them: no call)
         others: bool | None = None
-        for topic, info in self._topic_items:
+        for topic, info in self.topic_items:
             queue_sizes: list[int] = []
             partition_ids: list[int] = []
             largest_queue = 0  # max(queue_sizes), kept as they are listed
@@ -790,13 +805,13 @@ class RecordAccumulator:
         is reset to that first; Java's Sender resets it and updates it per in-flight batch) and the queued
         batches' left."""
         if next_expiry_ms is not None:
-            self._next_batch_expiry_ms = next_expiry_ms
+            self.next_batch_expiry_ms = next_expiry_ms
         kernel = _native.kernel
         if kernel is None:
             return self.expired_batches_reference(now_ms)
         expired: list[ProducerBatch]
-        expired, self._next_batch_expiry_ms = kernel.accumulator_expired(
-            self._topic_items, self.delivery_timeout_ms, now_ms, self._next_batch_expiry_ms
+        expired, self.next_batch_expiry_ms = kernel.accumulator_expired(
+            self.topic_items, self.delivery_timeout_ms, now_ms, self.next_batch_expiry_ms
         )
         return expired
 
@@ -804,7 +819,7 @@ class RecordAccumulator:
         """:meth:`expired_batches`' walk of the queues in Python (the kernel's ``accumulator_expired`` is this)."""
         expired: list[ProducerBatch] = []
         timeout = self.delivery_timeout_ms
-        for _, info in self._topic_items:
+        for _, info in self.topic_items:
             for _, q in info.queue_items:
                 with q.lock:
                     while q.batches:
@@ -816,8 +831,8 @@ class RecordAccumulator:
                             b.close_for_appends()
                             expired.append(b)
                         else:
-                            if b.created_ms + timeout < self._next_batch_expiry_ms:
-                                self._next_batch_expiry_ms = b.created_ms + timeout
+                            if b.created_ms + timeout < self.next_batch_expiry_ms:
+                                self.next_batch_expiry_ms = b.created_ms + timeout
                             break
         return expired
 
@@ -829,7 +844,7 @@ class RecordAccumulator:
         return self._compression_ratios.estimation(topic)
 
     def next_expiry_time_ms(self) -> int:
-        return self._next_batch_expiry_ms
+        return self.next_batch_expiry_ms
 
     # --- completion ----------------------------------------------------------------------------------
 

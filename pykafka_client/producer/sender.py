@@ -45,8 +45,8 @@ from pykafka_client.network.request_encoding import register_results_response
 from pykafka_client.network.transport.selector import Selector
 from pykafka_client.producer.future_record_metadata import BatchOutcome
 from pykafka_client.producer.producer_batch import FinalState, ProducerBatch
-from pykafka_client.producer.producer_metadata import ProducerMetadata
-from pykafka_client.producer.record_accumulator import RecordAccumulator
+from pykafka_client.producer.producer_metadata import MetadataSnapshot, ProducerMetadata
+from pykafka_client.producer.record_accumulator import AccumulatorMetadata, RecordAccumulator
 from pykafka_client.producer.transaction_manager import TransactionManager
 from pykafka_client.protocol.messages import (
     InitProducerIdRequest,
@@ -114,7 +114,7 @@ _TOPIC_DATA = ProduceRequest.__dict__["topic_data"]  # the slot of the dataclass
 
 
 class DrainedProduceRequest(ProduceRequest):
-    """The ProduceRequest of :meth:`Sender._send_produce_request`: the drained ``parts`` ([(partition, records)])
+    """The ProduceRequest of :meth:`Sender.send_produce_request`: the drained ``parts`` ([(partition, records)])
     with ``topic_data`` (the parts grouped by topic, in first-seen order) built the first time it is read. While
     nothing has read it, the kernel's ``encode_produce_request`` writes the request body from the parts
     (``_kernel.produce_request_data``), byte for byte what ``ProduceRequest.encode`` writes of ``topic_data``."""
@@ -257,6 +257,16 @@ class Sender:
         self._force_close = False
         self._init_pid_not_before_ms = 0
         self._wakeup_pending = False
+        loaded = _native.loaded_kernel()
+        #: what the kernel's ``sender_send_round`` is given each round besides the Sender and the time (all kept for
+        #: the Sender's life): the accumulator's round state, the snapshot type it runs on (any other metadata's
+        #: snapshot goes to :meth:`send_producer_data_reference`), the checksum, and what the completion callback is
+        #: made of: ``partial(_native.kernel.handle_produce_response, reference, SUCCEEDED, self, batches)``, the
+        #: kernel as of the send, as :meth:`send_produce_request` makes it
+        self._round_setup = None if loaded is None else (
+            accumulator.round_state(), MetadataSnapshot, crc32c, (_native, partial, _handle_produce_response_reference,
+                                                                  _SUCCEEDED),
+        )
 
     # --- thread loop ---------------------------------------------------------------------------------
 
@@ -267,7 +277,10 @@ class Sender:
         self.start_run()
         try:
             while self._running:  # run_step's running phase, without run_step's phase checks each iteration
-                self._run_once_safely()
+                try:  # _run_once_safely inlined: once per iteration
+                    self.run_once()
+                except Exception:
+                    log.exception(_UNCAUGHT)
             while self.run_step():
                 pass
         finally:
@@ -397,8 +410,12 @@ class Sender:
                 if self._maybe_send_and_poll_init_producer_id():
                     return
         now = self.time.hi_res_clock_ms()
-        poll_timeout = self.send_producer_data(now)
-        self.client.poll(poll_timeout, now)
+        kernel = _native.kernel  # send_producer_data, without its frame
+        self.client.poll(
+            self.send_producer_data_reference(self.metadata.retain_topics_and_fetch_snapshot(now), now) if kernel is None
+            else kernel.sender_send_round(self, self._round_setup, now),
+            now,
+        )
 
     # --- transactional requests ----------------------------------------------------------------------
 
@@ -519,9 +536,19 @@ class Sender:
     # --- produce -------------------------------------------------------------------------------------
 
     def send_producer_data(self, now: int) -> int:
+        """One round of produce data: ready, the client's readiness, drain, the in-flight tracking, expiry, the
+        requests sent; the poll timeout. With the kernel its ``sender_send_round`` (which runs
+        :meth:`send_producer_data_reference` for a metadata snapshot other than a :class:`MetadataSnapshot`)."""
+        kernel = _native.kernel
+        if kernel is not None:
+            timeout: int = kernel.sender_send_round(self, self._round_setup, now)
+            return timeout
         # forget topics idle for metadata.max.idle.ms; then one view of the cluster for ready and drain (Java's
         # metadata snapshot): the lookups without a call each to find the current one
-        snapshot = self.metadata.retain_topics_and_fetch_snapshot(now)
+        return self.send_producer_data_reference(self.metadata.retain_topics_and_fetch_snapshot(now), now)
+
+    def send_producer_data_reference(self, snapshot: AccumulatorMetadata, now: int) -> int:
+        """:meth:`send_producer_data` in Python after the metadata step (the kernel's ``sender_send_round`` is this)."""
         result = self.accumulator.ready(snapshot, now)
         if result.unknown_leader_topics:
             for topic in result.unknown_leader_topics:
@@ -546,21 +573,12 @@ class Sender:
             )
         )
         if next_expiry is None:
-            expired, next_expiry = self._expired_in_flight_batches(now)
+            expired, next_expiry = self.expired_in_flight_batches(now)
             expired = self.accumulator.expired_batches(now, next_expiry) + expired
         else:
             expired = self.accumulator.expired_batches(now, next_expiry)
-        for b in expired:
-            self.metrics.expired += 1
-            msg = (
-                f"Expiring {b.record_count} record(s) for {b.topic_partition}:{now - b.created_ms} ms has passed "
-                "since batch creation"
-            )
-            was_sent = b.has_sequence()
-            self._fail_batch(b, KafkaTimeoutError(msg), None, adjust_sequence_numbers=False)
-            if self.transaction_manager is not None and was_sent:
-                # The broker may or may not have it: hold new batches until the in-flight ones resolve it.
-                self.transaction_manager.mark_sequence_unresolved(b)
+        if expired:
+            self.fail_expired_batches(expired, now)
         if ready_nodes:
             # Only nodes the client can send to now (Java removes the others from readyNodes first): a ready
             # batch for a throttled or in-flight-limited node waits for network events, not in a 0 ms loop.
@@ -578,15 +596,29 @@ class Sender:
                 poll_timeout = 0
         for node_id, node_batches in batches.items():  # _send_produce_requests inlined: once per iteration
             if node_batches:
-                self._send_produce_request(node_id, node_batches, now)
+                self.send_produce_request(node_id, node_batches, now)
         return poll_timeout
+
+    def fail_expired_batches(self, expired: list[ProducerBatch], now: int) -> None:
+        """The batches past ``delivery.timeout.ms`` (queued, then in flight) failed with a timeout."""
+        for b in expired:
+            self.metrics.expired += 1
+            msg = (
+                f"Expiring {b.record_count} record(s) for {b.topic_partition}:{now - b.created_ms} ms has passed "
+                "since batch creation"
+            )
+            was_sent = b.has_sequence()
+            self._fail_batch(b, KafkaTimeoutError(msg), None, adjust_sequence_numbers=False)
+            if self.transaction_manager is not None and was_sent:
+                # The broker may or may not have it: hold new batches until the in-flight ones resolve it.
+                self.transaction_manager.mark_sequence_unresolved(b)
 
     def track_in_flight_reference(self, batches: dict[int, list[ProducerBatch]], now: int) -> int | None:
         """The drained ``batches`` recorded in flight (and their partitions muted under max.in.flight=1); then the
         earliest expiry of the in-flight batches, or None when one is due (or a partition's list is empty):
-        :meth:`_expired_in_flight_batches` must take them out (the kernel's ``sender_track_in_flight`` is this).
+        :meth:`expired_in_flight_batches` must take them out (the kernel's ``sender_track_in_flight`` is this).
         (The in-flight batches are first looked at here: while none has expired, the common case, without the call
-        of _expired_in_flight_batches and its copy of the partitions.)"""
+        of expired_in_flight_batches and its copy of the partitions.)"""
         for node_batches in batches.values():
             for b in node_batches:
                 in_flight = self.in_flight_batches.get(b.topic_partition)
@@ -605,7 +637,7 @@ class Sender:
                 next_expiry = in_flight[0].created_ms + timeout
         return next_expiry
 
-    def _expired_in_flight_batches(self, now: int) -> tuple[list[ProducerBatch], int]:
+    def expired_in_flight_batches(self, now: int) -> tuple[list[ProducerBatch], int]:
         """The in-flight batches past ``delivery.timeout.ms`` (forgotten here), and the earliest expiry time of those
         left (``2**63 - 1`` when none is)."""
         expired: list[ProducerBatch] = []
@@ -627,7 +659,9 @@ class Sender:
                 del self.in_flight_batches[tp]
         return expired, next_expiry
 
-    def _send_produce_request(self, node_id: int, batches: list[ProducerBatch], now: int) -> None:
+    def send_produce_request(self, node_id: int, batches: list[ProducerBatch], now: int) -> None:
+        """The produce request of one node's drained ``batches`` built and handed to the client (the kernel's
+        ``sender_send_round`` does this for uncompressed batches, and calls this for any other)."""
         tm = self.transaction_manager
         tid = tm.transactional_id if tm is not None else None
         kernel = _native.kernel

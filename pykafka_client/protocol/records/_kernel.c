@@ -23,7 +23,8 @@
  *   producer: producer_batch_encode, producer_pending, producer_pending_columns, producer_partitioner,
  *             producer_send_batch, producer_try_append, producer_handoff (GilHandoff), producer_send_append,
  *             producer_send (SendRecord, SendMethod), producer_request, producer_response, producer_incomplete,
- *             sender_round (the Sender's steady-state round over the accumulator);
+ *             sender_round (the Sender's steady-state round over the accumulator), sender_send_round (the
+ *             Sender's whole round of produce data in one call, over sender_round's and producer_request's);
  *   network:  network (per-request objects, a connection's frames), network_memory_pool, client_in_flight (a
  *             client's in-flight requests, InFlightRequests);
  *   broker:   broker_produce_request, broker_request_times, broker_produce_response, broker_log_index,
@@ -66,6 +67,7 @@ static PyObject *py_read_varint = NULL;
 #include "kernel/producer_response.c.h"
 #include "kernel/producer_incomplete.c.h"
 #include "kernel/sender_round.c.h"
+#include "kernel/sender_send_round.c.h"
 #include "kernel/network.c.h"
 #include "kernel/network_memory_pool.c.h"
 #include "kernel/client_in_flight.c.h"
@@ -156,6 +158,7 @@ static PyMethodDef kernel_methods[] = {
      producer_next_entry_doc},
     {"producer_add_next", (PyCFunction)(void (*)(void))k_producer_add_next, METH_FASTCALL, producer_add_next_doc},
     {"log_end", (PyCFunction)(void (*)(void))k_log_end, METH_FASTCALL, log_end_doc},
+    {"sender_send_round", (PyCFunction)(void (*)(void))k_sender_send_round, METH_FASTCALL, sender_send_round_doc},
     {NULL, NULL, 0, NULL},
 };
 

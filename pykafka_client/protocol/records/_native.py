@@ -339,6 +339,10 @@ class Kernel(Protocol):
         delivery_timeout_ms: int, now_ms: int, /,
     ) -> int | None:
         """Reference: ``producer.sender.Sender.track_in_flight_reference``."""
+    # sender_send_round.c.h: the Sender's whole round of produce data
+    def sender_send_round(self, sender: Any, setup: Any, now_ms: int, /) -> int:
+        """Reference: ``producer.sender.Sender.send_producer_data`` (its metadata step, then
+        ``send_producer_data_reference``); ``setup`` is the Sender's fixed part of the round."""
 
     def scan_records(self, keys: list[Any] | None, values: list[Any], timestamps: list[Any] | None, /) -> int:
         """Reference: ``producer.batch_append.scan_records_reference``."""

@@ -1,0 +1,445 @@
+/* sender_send_round.c.h: the Sender's whole round of produce data in one compiled call, ``sender_send_round``
+ * (Sender.send_producer_data: the metadata step, then send_producer_data_reference, its reference in Python):
+ * the snapshot, ready, the unknown leaders' metadata requests, the client's readiness of each ready node (its public
+ * ``ready`` and ``poll_delay_ms``), drain, the in-flight tracking, the expiry of queued and in-flight batches, the
+ * poll timeout, then per node the produce request built and handed to the client's public ``new_client_request`` and
+ * ``send``, in the reference's order. Anything unusual is the reference's: a snapshot that is not a MetadataSnapshot
+ * or an accumulator whose instance replaces ready, drain, expired_batches or next_expiry_time_ms (a test's wrapper:
+ * send_producer_data_reference runs the whole round), expired batches (Sender.fail_expired_batches), an in-flight
+ * batch due (Sender.expired_in_flight_batches), a node's batches the kernel does not encode (Sender.send_produce_request).
+ *
+ * Uses sender_round (accumulator_ready, accumulator_drain, sender_track_in_flight, accumulator_expired: called
+ * as C functions, the same calls RecordAccumulator.ready / drain / expired_batches make), producer_request
+ * (drained_request) and slot_access (cached attribute reads, plain ints). Reads only public attributes of the Sender,
+ * its accumulator, its metrics and its transaction manager. */
+
+enum { SR_METADATA, SR_ACCUMULATOR, SR_CLIENT, SR_METRICS, SR_TM, SR_ACKS, SR_REQUEST_TIMEOUT, SR_MAX_REQUEST,
+       SR_ORDER, SR_IN_FLIGHT, SR_TOPIC_ITEMS, SR_LINGER, SR_ADAPTIVE, SR_DELIVERY_TIMEOUT, SR_NEXT_EXPIRY,
+       SR_RETAIN, SR_REFERENCE, SR_ADD, SR_UPDATE_FOR_TOPIC, SR_READY, SR_POLL_DELAY, SR_PREPARE, SR_MUTE,
+       SR_EXPIRED_IN_FLIGHT, SR_FAIL_EXPIRED, SR_TID, SR_SEND_PRODUCE, SR_NEW_REQUEST, SR_SEND, SR_REQUESTS_SENT,
+       SR_BATCHES_SENT, SR_RECORDS_SENT, SR_BYTES_SENT, SR_OLDEST, SR_DRAIN, SR_EXPIRED_BATCHES, SR_NEXT_EXPIRY_TIME,
+       SR_KERNEL, SR_HANDLE, SR_COUNT };
+static const char *const send_round_names[SR_COUNT] = {
+    "metadata", "accumulator", "client", "metrics", "transaction_manager", "acks", "request_timeout_ms",
+    "max_request_size", "guarantee_message_order", "in_flight_batches", "topic_items", "linger_ms",
+    "adaptive_partitioning", "delivery_timeout_ms", "next_batch_expiry_ms", "retain_topics_and_fetch_snapshot",
+    "send_producer_data_reference", "add", "request_update_for_topic", "ready", "poll_delay_ms", "prepare_for_drain",
+    "mute_partition", "expired_in_flight_batches", "fail_expired_batches", "transactional_id", "send_produce_request",
+    "new_client_request", "send", "requests_sent", "batches_sent", "records_sent", "bytes_sent",
+    "oldest_allowed_version", "drain", "expired_batches", "next_expiry_time_ms", "kernel", "handle_produce_response",
+};
+static PyObject *srattr[SR_COUNT];
+static slot_cache srcache[SR_COUNT];
+static PyObject *send_round_kwnames = NULL; /* ("oldest_allowed_version",) */
+static PyObject *send_round_three = NULL;   /* 3: the oldest version of a transactional produce request */
+
+static int send_round_init(void)
+{
+    if (send_round_kwnames != NULL)
+        return 0;
+    for (int i = 0; i < SR_COUNT; i++) {
+        if (srattr[i] == NULL && (srattr[i] = PyUnicode_InternFromString(send_round_names[i])) == NULL)
+            return -1;
+    }
+    if (round_init() < 0)
+        return -1;
+    if (send_round_three == NULL && (send_round_three = PyLong_FromLong(3)) == NULL)
+        return -1;
+    send_round_kwnames = PyTuple_Pack(1, srattr[SR_OLDEST]);
+    return send_round_kwnames == NULL ? -1 : 0;
+}
+
+static inline PyObject *sr_get(PyObject *obj, int a)
+{
+    return cached_get(obj, srattr[a], &srcache[a]);
+}
+
+/* obj.attr as an int of 64 bits: 0, or -1 with an exception */
+static int sr_int(PyObject *obj, int a, int64_t *out)
+{
+    int rc = get_int_attr(obj, srattr[a], &srcache[a], out);
+    if (rc == 1) {
+        PyErr_Format(PyExc_TypeError, "%s is not an int of 64 bits", send_round_names[a]);
+        return -1;
+    }
+    return rc;
+}
+
+/* obj.method(*args) for a method named by srattr[a], the result dropped: 0, or -1 with an exception */
+static int sr_call(PyObject *obj, int a, PyObject *arg1, PyObject *arg2)
+{
+    PyObject *args[3] = {obj, arg1, arg2};
+    PyObject *got = PyObject_VectorcallMethod(srattr[a], args, (arg1 == NULL ? 1 : arg2 == NULL ? 2 : 3) |
+                                              PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    Py_XDECREF(got);
+    return got == NULL ? -1 : 0;
+}
+
+/* metrics.<counter> += by: 0, or -1 with an exception */
+static int sr_count(PyObject *metrics, int a, int64_t by)
+{
+    int64_t v;
+    if (sr_int(metrics, a, &v) < 0)
+        return -1;
+    PyObject *n = PyLong_FromLongLong(v + by);
+    if (n == NULL)
+        return -1;
+    int rc = cached_set(metrics, srattr[a], &srcache[a], n);
+    Py_DECREF(n);
+    return rc;
+}
+
+/* One node's produce request (Sender.send_produce_request's common case): 0, or -1 with an exception */
+static int send_round_request(PyObject *sender, PyObject *client, PyObject *metrics, PyObject *tm, PyObject *crc,
+                              PyObject *completion, PyObject *acks, PyObject *timeout, int64_t acks_value,
+                              PyObject *node_id, PyObject *batches, PyObject *now)
+{
+    PyObject *tid = tm == Py_None ? Py_NewRef(Py_None) : sr_get(tm, SR_TID);
+    if (tid == NULL)
+        return -1;
+    PyObject *dargs[5] = {batches, crc, tid, acks, timeout};
+    PyObject *drained = k_drained_request(NULL, dargs, 5);
+    Py_DECREF(tid);
+    if (drained == NULL)
+        return -1;
+    if (drained == Py_None) { /* a batch the kernel does not encode: the reference builds the request */
+        Py_DECREF(drained);
+        PyObject *args[4] = {sender, node_id, batches, now};
+        PyObject *got = PyObject_VectorcallMethod(srattr[SR_SEND_PRODUCE], args, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                                  NULL);
+        Py_XDECREF(got);
+        return got == NULL ? -1 : 0;
+    }
+    /* (body, by_tp, records, size), as drained_request builds it */
+    PyObject *body = PyTuple_GET_ITEM(drained, 0), *by_tp = PyTuple_GET_ITEM(drained, 1);
+    int64_t records = 0, size = 0;
+    PyObject *node_str = NULL, *callback = NULL, *request = NULL, *body_tid = NULL;
+    int rc = -1;
+    if (!compact_int(PyTuple_GET_ITEM(drained, 2), &records) &&
+        take_int(Py_NewRef(PyTuple_GET_ITEM(drained, 2)), &records) != 0)
+        goto done;
+    if (!compact_int(PyTuple_GET_ITEM(drained, 3), &size) &&
+        take_int(Py_NewRef(PyTuple_GET_ITEM(drained, 3)), &size) != 0)
+        goto done;
+    if ((node_str = PyObject_Str(node_id)) == NULL)
+        goto done;
+    /* partial(_native.kernel.handle_produce_response, reference, SUCCEEDED, sender, by_tp): the kernel as of now */
+    {
+        PyObject *kernel = PyObject_GetAttr(PyTuple_GET_ITEM(completion, 0), srattr[SR_KERNEL]);
+        PyObject *handle = kernel == NULL ? NULL : PyObject_GetAttr(kernel, srattr[SR_HANDLE]);
+        Py_XDECREF(kernel);
+        if (handle == NULL)
+            goto done;
+        PyObject *pargs[5] = {handle, PyTuple_GET_ITEM(completion, 2), PyTuple_GET_ITEM(completion, 3), sender, by_tp};
+        callback = PyObject_Vectorcall(PyTuple_GET_ITEM(completion, 1), pargs, 5, NULL);
+        Py_DECREF(handle);
+    }
+    if (callback == NULL)
+        goto done;
+    /* the transactional id is a field from v3 (the first version of magic v2 batches) */
+    if ((body_tid = sr_get(body, SR_TID)) == NULL)
+        goto done;
+    {
+        PyObject *args[8] = {client, node_str, body, now, acks_value != 0 ? Py_True : Py_False, timeout, callback,
+                             body_tid != Py_None ? send_round_three : Py_None};
+        request = PyObject_VectorcallMethod(srattr[SR_NEW_REQUEST], args, 7 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                            send_round_kwnames);
+    }
+    if (request == NULL)
+        goto done;
+    if (sr_count(metrics, SR_REQUESTS_SENT, 1) < 0 ||
+        sr_count(metrics, SR_BATCHES_SENT, (int64_t)PyList_GET_SIZE(batches)) < 0 ||
+        sr_count(metrics, SR_RECORDS_SENT, records) < 0 || sr_count(metrics, SR_BYTES_SENT, size) < 0)
+        goto done;
+    rc = sr_call(client, SR_SEND, request, now);
+done:
+    if (rc < 0 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "drained_request's counts are not ints of 64 bits");
+    Py_XDECREF(node_str);
+    Py_XDECREF(callback);
+    Py_XDECREF(request);
+    Py_XDECREF(body_tid);
+    Py_DECREF(drained);
+    return rc;
+}
+
+/* Whether the accumulator's instance replaces a method the reference's round calls (a test's wrapper): 1 (then the
+ * reference runs the round, calling it), 0, or -1 with an exception */
+static int send_round_replaced(PyObject *acc)
+{
+    PyObject *dict = PyObject_GenericGetDict(acc, NULL);
+    if (dict == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    int found = 0;
+    if (PyDict_Check(dict) && PyDict_GET_SIZE(dict) > 0) {
+        const int names[4] = {SR_READY, SR_DRAIN, SR_EXPIRED_BATCHES, SR_NEXT_EXPIRY_TIME};
+        for (int i = 0; i < 4 && !found; i++) {
+            found = PyDict_Contains(dict, srattr[names[i]]);
+            if (found < 0)
+                break;
+        }
+    }
+    Py_DECREF(dict);
+    return found;
+}
+
+PyDoc_STRVAR(sender_send_round_doc,
+"sender_send_round(sender, setup, now_ms) -> poll timeout\n\n"
+"Sender.send_producer_data compiled: the metadata step (retain_topics_and_fetch_snapshot), then what\n"
+"send_producer_data_reference does with the snapshot, calling it instead for a snapshot that is not the setup's\n"
+"MetadataSnapshot type. ``setup`` is (the accumulator's round_state(), the MetadataSnapshot type, crc32c,\n"
+"(the _native module, functools.partial, the reference completion, SUCCEEDED)): each request's completion callback\n"
+"is partial(_native.kernel.handle_produce_response, reference, SUCCEEDED, sender, batches by partition).");
+
+static PyObject *k_sender_send_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "sender_send_round expects 3 arguments");
+        return NULL;
+    }
+    PyObject *sender = args[0], *setup = args[1], *now = args[2];
+    int64_t now_ms;
+    if (send_round_init() < 0 || round_arg_int(now, &now_ms) < 0)
+        return NULL;
+    if (!PyTuple_Check(setup) || PyTuple_GET_SIZE(setup) != 4 || !PyTuple_Check(PyTuple_GET_ITEM(setup, 0)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(setup, 0)) != 6 || !PyType_Check(PyTuple_GET_ITEM(setup, 1)) ||
+        !PyTuple_Check(PyTuple_GET_ITEM(setup, 3)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(setup, 3)) != 4) {
+        PyErr_SetString(PyExc_TypeError, "sender_send_round: the setup is not the Sender's");
+        return NULL;
+    }
+    PyObject *state = PyTuple_GET_ITEM(setup, 0), *snapshot_type = PyTuple_GET_ITEM(setup, 1);
+    PyObject *crc = PyTuple_GET_ITEM(setup, 2), *completion = PyTuple_GET_ITEM(setup, 3);
+    PyObject *topics = PyTuple_GET_ITEM(state, 0), *muted = PyTuple_GET_ITEM(state, 1);
+    PyObject *node_sets = PyTuple_GET_ITEM(state, 2), *drain_index = PyTuple_GET_ITEM(state, 3);
+    PyObject *sendable = PyTuple_GET_ITEM(state, 4), *should_backoff = PyTuple_GET_ITEM(state, 5);
+
+    PyObject *metadata = NULL, *acc = NULL, *client = NULL, *snapshot = NULL, *result = NULL, *ready = NULL;
+    PyObject *ready_list = NULL, *tm = NULL, *prepare = NULL, *mute = NULL, *drained = NULL, *next = NULL;
+    PyObject *expired = NULL, *metrics = NULL, *acks = NULL, *timeout = NULL, *out = NULL, *topic_items = NULL;
+    PyObject *linger = NULL, *adaptive = NULL, *delivery = NULL, *max_size = NULL, *in_flight = NULL;
+    PyObject *iter = NULL, *item = NULL;
+
+    if ((metadata = sr_get(sender, SR_METADATA)) == NULL)
+        goto done;
+    {
+        PyObject *margs[2] = {metadata, now};
+        snapshot = PyObject_VectorcallMethod(srattr[SR_RETAIN], margs, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    }
+    if (snapshot == NULL)
+        goto done;
+    if ((acc = sr_get(sender, SR_ACCUMULATOR)) == NULL)
+        goto done;
+    int replaced = (PyObject *)Py_TYPE(snapshot) != snapshot_type ? 1 : send_round_replaced(acc);
+    if (replaced < 0)
+        goto done;
+    if (replaced) { /* the tests' fakes and wrappers: the reference's whole round */
+        PyObject *rargs[3] = {sender, snapshot, now};
+        out = PyObject_VectorcallMethod(srattr[SR_REFERENCE], rargs, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        goto done;
+    }
+    if ((client = sr_get(sender, SR_CLIENT)) == NULL ||
+        (topic_items = sr_get(acc, SR_TOPIC_ITEMS)) == NULL || (linger = sr_get(acc, SR_LINGER)) == NULL ||
+        (adaptive = sr_get(acc, SR_ADAPTIVE)) == NULL)
+        goto done;
+    /* RecordAccumulator.ready */
+    {
+        PyObject *rargs[9] = {topic_items, snapshot, muted, node_sets, linger, adaptive, now, sendable, should_backoff};
+        result = k_accumulator_ready(NULL, rargs, 9);
+    }
+    if (result == NULL)
+        goto done;
+    if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != 3) {
+        PyErr_SetString(PyExc_TypeError, "sender_send_round: ready's result is not a triple");
+        goto done;
+    }
+    ready = PyTuple_GET_ITEM(result, 0);
+    PyObject *unknown = PyTuple_GET_ITEM(result, 2);
+    int64_t next_check;
+    if (!PyAnySet_Check(unknown)) {
+        PyErr_SetString(PyExc_TypeError, "sender_send_round: ready's unknown leader topics are not a set");
+        goto done;
+    }
+    if (round_arg_int(PyTuple_GET_ITEM(result, 1), &next_check) < 0)
+        goto done;
+    if (PySet_GET_SIZE(unknown) > 0) {
+        if ((iter = PyObject_GetIter(unknown)) == NULL)
+            goto done;
+        while ((item = PyIter_Next(iter)) != NULL) {
+            if (sr_call(metadata, SR_ADD, item, now) < 0 || sr_call(metadata, SR_UPDATE_FOR_TOPIC, item, NULL) < 0)
+                goto done;
+            Py_CLEAR(item);
+        }
+        Py_CLEAR(iter);
+        if (PyErr_Occurred())
+            goto done;
+    }
+    /* the nodes the client can send to now; the least delay of the others */
+    int64_t not_ready = INT64_MAX;
+    if ((ready_list = PyList_New(0)) == NULL || (iter = PyObject_GetIter(ready)) == NULL)
+        goto done;
+    while ((item = PyIter_Next(iter)) != NULL) {
+        PyObject *cargs[3] = {client, item, now};
+        int ok = take_truth(PyObject_VectorcallMethod(srattr[SR_READY], cargs, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL));
+        if (ok < 0)
+            goto done;
+        if (ok) {
+            if (PyList_Append(ready_list, item) < 0)
+                goto done;
+        }
+        else {
+            int64_t delay;
+            PyObject *d = PyObject_VectorcallMethod(srattr[SR_POLL_DELAY], cargs, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                                    NULL);
+            if (d == NULL)
+                goto done;
+            int rc = round_arg_int(d, &delay);
+            Py_DECREF(d);
+            if (rc < 0)
+                goto done;
+            if (delay < not_ready)
+                not_ready = delay;
+        }
+        Py_CLEAR(item);
+    }
+    Py_CLEAR(iter);
+    if (PyErr_Occurred())
+        goto done;
+    /* RecordAccumulator.drain */
+    if ((tm = sr_get(sender, SR_TM)) == NULL || (max_size = sr_get(sender, SR_MAX_REQUEST)) == NULL)
+        goto done;
+    if (tm == Py_None)
+        prepare = Py_NewRef(Py_None);
+    else if ((prepare = PyObject_GetAttr(tm, srattr[SR_PREPARE])) == NULL)
+        goto done;
+    {
+        PyObject *dargs[9] = {topics, snapshot, ready_list, max_size, now, drain_index, muted, prepare, should_backoff};
+        drained = k_accumulator_drain(NULL, dargs, 9);
+    }
+    if (drained == NULL)
+        goto done;
+    /* Sender.track_in_flight_reference */
+    int order = take_truth(sr_get(sender, SR_ORDER));
+    if (order < 0)
+        goto done;
+    if (order == 0)
+        mute = Py_NewRef(Py_None);
+    else if ((mute = PyObject_GetAttr(acc, srattr[SR_MUTE])) == NULL)
+        goto done;
+    if ((in_flight = sr_get(sender, SR_IN_FLIGHT)) == NULL || (delivery = sr_get(acc, SR_DELIVERY_TIMEOUT)) == NULL)
+        goto done;
+    {
+        PyObject *targs[5] = {drained, in_flight, mute, delivery, now};
+        next = k_sender_track_in_flight(NULL, targs, 5);
+    }
+    if (next == NULL)
+        goto done;
+    PyObject *in_flight_expired = NULL;
+    if (next == Py_None) { /* an in-flight batch is due: the reference takes the expired ones out */
+        PyObject *eargs[2] = {sender, now};
+        PyObject *pair = PyObject_VectorcallMethod(srattr[SR_EXPIRED_IN_FLIGHT], eargs, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                                   NULL);
+        if (pair == NULL)
+            goto done;
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyList_Check(PyTuple_GET_ITEM(pair, 0))) {
+            Py_DECREF(pair);
+            PyErr_SetString(PyExc_TypeError, "expired_in_flight_batches did not return a (list, int) pair");
+            goto done;
+        }
+        in_flight_expired = Py_NewRef(PyTuple_GET_ITEM(pair, 0));
+        Py_SETREF(next, Py_NewRef(PyTuple_GET_ITEM(pair, 1)));
+        Py_DECREF(pair);
+    }
+    /* RecordAccumulator.expired_batches(now, next): the queued ones, then the in-flight ones */
+    Py_SETREF(topic_items, sr_get(acc, SR_TOPIC_ITEMS));
+    if (topic_items == NULL) {
+        Py_XDECREF(in_flight_expired);
+        goto done;
+    }
+    {
+        PyObject *xargs[4] = {topic_items, delivery, now, next};
+        expired = k_accumulator_expired(NULL, xargs, 4);
+    }
+    if (expired == NULL || cached_set(acc, srattr[SR_NEXT_EXPIRY], &srcache[SR_NEXT_EXPIRY],
+                                      PyTuple_GET_ITEM(expired, 1)) < 0) {
+        Py_XDECREF(in_flight_expired);
+        goto done;
+    }
+    PyObject *all = PyTuple_GET_ITEM(expired, 0);
+    if (in_flight_expired != NULL) {
+        int rc = PyList_SetSlice(all, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, in_flight_expired);
+        Py_DECREF(in_flight_expired);
+        if (rc < 0)
+            goto done;
+    }
+    if (PyList_GET_SIZE(all) > 0 && sr_call(sender, SR_FAIL_EXPIRED, all, now) < 0)
+        goto done;
+    /* the poll timeout */
+    int64_t poll_timeout = 0;
+    if (PyList_GET_SIZE(ready_list) == 0) {
+        int64_t expiry;
+        poll_timeout = next_check;
+        if (not_ready < poll_timeout)
+            poll_timeout = not_ready;
+        if (sr_int(acc, SR_NEXT_EXPIRY, &expiry) < 0)
+            goto done;
+        if (expiry - now_ms < poll_timeout) /* (|now| < 2**62: no overflow) */
+            poll_timeout = expiry - now_ms;
+        if (poll_timeout < 0)
+            poll_timeout = 0;
+    }
+    /* one produce request per node with batches, in drain's order */
+    int64_t acks_value;
+    if (!PyDict_Check(drained)) {
+        PyErr_SetString(PyExc_TypeError, "sender_send_round: drain's result is not a dict");
+        goto done;
+    }
+    if (PyDict_GET_SIZE(drained) > 0) {
+        if ((metrics = sr_get(sender, SR_METRICS)) == NULL || (acks = sr_get(sender, SR_ACKS)) == NULL ||
+            (timeout = sr_get(sender, SR_REQUEST_TIMEOUT)) == NULL || round_arg_int(acks, &acks_value) < 0)
+            goto done;
+        Py_ssize_t pos = 0;
+        PyObject *node_id, *node_batches;
+        while (PyDict_Next(drained, &pos, &node_id, &node_batches)) {
+            if (!PyList_Check(node_batches) || PyList_GET_SIZE(node_batches) == 0)
+                continue;
+            Py_INCREF(node_id);
+            Py_INCREF(node_batches);
+            int rc = send_round_request(sender, client, metrics, tm, crc, completion, acks, timeout, acks_value,
+                                        node_id, node_batches, now);
+            Py_DECREF(node_id);
+            Py_DECREF(node_batches);
+            if (rc < 0)
+                goto done;
+        }
+    }
+    out = PyLong_FromLongLong(poll_timeout);
+done:
+    Py_XDECREF(metadata);
+    Py_XDECREF(acc);
+    Py_XDECREF(client);
+    Py_XDECREF(snapshot);
+    Py_XDECREF(result);
+    Py_XDECREF(ready_list);
+    Py_XDECREF(tm);
+    Py_XDECREF(prepare);
+    Py_XDECREF(mute);
+    Py_XDECREF(drained);
+    Py_XDECREF(next);
+    Py_XDECREF(expired);
+    Py_XDECREF(metrics);
+    Py_XDECREF(acks);
+    Py_XDECREF(timeout);
+    Py_XDECREF(topic_items);
+    Py_XDECREF(linger);
+    Py_XDECREF(adaptive);
+    Py_XDECREF(delivery);
+    Py_XDECREF(max_size);
+    Py_XDECREF(in_flight);
+    Py_XDECREF(iter);
+    Py_XDECREF(item);
+    return out;
+}
