@@ -76,10 +76,10 @@ from pykafka_client.network.metadata_updater import (
 )
 from pykafka_client.network.node_selection import least_loaded_node
 from pykafka_client.network.request_encoding import (
-    RESULTS_RESPONSE_TYPES,
     allowed_version_range,
     api_name,
     choose_version,
+    compiled_codecs,
     encode_request_frame,
 )
 from pykafka_client.network.transport.positional_new import positional_new
@@ -98,9 +98,7 @@ from pykafka_client.network.transport.selectable import (
 )
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.headers import decode_response as decode_response_frame
-from pykafka_client.protocol.headers import encode_request as encode_request_frame_reference
 from pykafka_client.protocol.messages import ApiVersionsResponse, MetadataResponse
-from pykafka_client.protocol.records import _native
 from pykafka_client.structs import Node
 from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
 
@@ -133,7 +131,6 @@ _ACTIVE = _State.ACTIVE
 _REBOOTSTRAP = MetadataRecoveryStrategy.REBOOTSTRAP
 _new_tuple = tuple.__new__
 _API_VERSIONS = int(ApiKey.API_VERSIONS)
-_results_response_types = RESULTS_RESPONSE_TYPES
 # the per-request objects from every field's value, without the Python frame of their __init__
 _new_client_request = positional_new(ClientRequest)
 _new_network_send = positional_new(NetworkSend)
@@ -215,6 +212,11 @@ class NetworkClient(ConnectionFailures):
         # while it is the same object (one lookup per request instead of the range arithmetic)
         self._versions_chosen: dict[tuple[str, type, int | None, int | None], tuple[object, int]] = {}
         self._handshake = ApiVersionsHandshake()
+        # the compiled encoders and response decoders by request type (none while the kernel is off): a request of
+        # such a type is encoded by its encoder, and the in-flight requests complete the receives its decoder takes
+        codecs = compiled_codecs()
+        self._encoders = codecs.encoders
+        self._decoders = codecs.decoders
         # node id -> "ip:port" of the address last connected to, for log messages.
         self._node_addresses: dict[str, str] = {}
         # node id -> "host:port" as the bootstrap list or the metadata names the node.
@@ -497,13 +499,11 @@ class NetworkClient(ConnectionFailures):
                 if len(self._versions_chosen) >= _MAX_VERSIONS_CHOSEN:
                     self._versions_chosen.clear()
                 self._versions_chosen[chosen_key] = (node_versions, version)
-            # the producer's produce request (a type registered for the kernel's results) straight to the kernel's
-            # encoder, the reference when it declines: encode_request_frame's dispatch without its call
-            if body_type in _results_response_types and (kernel := _native.kernel) is not None:
-                pieces = kernel.encode_produce_request(body, version, correlation_id, client_id)
-                if pieces is None:
-                    pieces = encode_request_frame_reference(body, version, correlation_id, client_id)  # type: ignore[arg-type]
-            else:
+            # a request type with a compiled encoder (registered with compiled_codecs) through it, the general encoder
+            # when it has none or it declines
+            encoder = self._encoders.get(body_type)
+            pieces = None if encoder is None else encoder(body, version, correlation_id, client_id)
+            if pieces is None:
                 pieces = encode_request_frame(body, version, correlation_id, client_id)
         except Exception as e:  # any build/encode failure fails the request, see _fail_unencodable
             self._fail_unencodable(request, is_internal, version, e, now_ms)
@@ -614,11 +614,11 @@ class NetworkClient(ConnectionFailures):
             if results & POLL_COMPLETED_SENDS and self._fire_and_forget_sent:
                 self._handle_completed_sends(selector.completed_sends(), responses, updated_now)
             if results & POLL_COMPLETED_RECEIVES:
-                # the producer's answers that every partition succeeded in one step of the in-flight requests (the
-                # kernel's); the rest (all of them with the reference InFlightRequests) through the reference
+                # the answers a compiled decoder takes (unthrottled) in one step of the in-flight requests (the kernel's);
+                # the rest (all of them with the reference InFlightRequests) through the reference
                 receives = selector.completed_receives()
-                left = self.in_flight_requests.complete_produce_receives(
-                    receives, responses, updated_now, _results_response_types, _new_client_response
+                left = self.in_flight_requests.complete_receives(
+                    receives, responses, updated_now, self._decoders, _new_client_response
                 )
                 if left is not None:
                     self._handle_completed_receives(receives, responses, updated_now, left)
@@ -697,9 +697,10 @@ class NetworkClient(ConnectionFailures):
         self, receives: list[NetworkReceive], responses: list[ClientResponse], now_ms: int, start: int = 0
     ) -> None:
         """Complete the requests ``receives[start:]`` answer (the reference of the in-flight requests'
-        ``complete_produce_receives``, which handled those before ``start``: none of them closed a connection)."""
+        ``complete_receives``, which handled those before ``start``: none of them closed a connection)."""
         failed: set[str] | None = None  # the connections closed on a response (a set only once one is)
         in_flight = self.in_flight_requests
+        decoders = self._decoders
         for receive in (receives if start == 0 else receives[start:]):
             source = receive.source
             if failed is not None and source in failed:
@@ -715,16 +716,12 @@ class NetworkClient(ConnectionFailures):
                 continue
             try:
                 header = req.header
-                body = None
-                # the producer's produce response, when every partition succeeded: one kernel call straight into the
-                # results its completion reads (anything else, and every error to raise, through the decoders below)
-                results_type = _results_response_types.get(type(req.body))
-                if results_type is not None:
-                    kernel = _native.kernel
-                    if kernel is not None:
-                        body = kernel.decode_produce_results(
-                            results_type, receive.payload, header.api_version, header.correlation_id
-                        )
+                # a request type's compiled decoder first (registered with compiled_codecs; it may decline: None),
+                # then the general decoders
+                decoder = decoders.get(type(req.body))
+                body = (
+                    None if decoder is None else decoder(receive.payload, header.api_version, header.correlation_id)
+                )
                 if body is None:
                     # an ApiVersions response through the handshake's decoder (its v0 fallback, KIP-511); any other
                     # straight to the frame decoder (one call less per response)
