@@ -217,6 +217,10 @@ class NetworkClient(ConnectionFailures):
         codecs = compiled_codecs()
         self._encoders = codecs.encoders
         self._decoders = codecs.decoders
+        # the kernel's send of a request on a real Selector: the in-flight add and the frame's write in one call (None:
+        # the add and selector.send(), its reference)
+        compiled_send = getattr(selector, "compiled_send", None)
+        self._compiled_send = compiled_send() if compiled_send is not None else None
         # node id -> "ip:port" of the address last connected to, for log messages.
         self._node_addresses: dict[str, str] = {}
         # node id -> "host:port" as the bootstrap list or the metadata names the node.
@@ -529,6 +533,10 @@ class NetworkClient(ConnectionFailures):
             self._fire_and_forget_sent = True
         # (send.extra stays unset: send -> in_flight -> send would be a cycle holding the request's record batches
         # until a full collection after the response, not freed as the response is handled)
+        compiled_send = self._compiled_send
+        if compiled_send is not None:  # the add and the send below in one call
+            compiled_send(self.in_flight_requests, in_flight, send)
+            return
         self.in_flight_requests.add(in_flight)
         try:
             self.selector.send(send)

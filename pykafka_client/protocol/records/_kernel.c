@@ -25,7 +25,8 @@
  *             producer_send (SendRecord, SendMethod), producer_request, producer_response, producer_incomplete,
  *             sender_round (the Sender's steady-state round over the accumulator);
  *   network:  network (per-request objects, a connection's frames), network_memory_pool, client_in_flight (a
- *             client's in-flight requests, InFlightRequests);
+ *             client's in-flight requests, InFlightRequests), client_channel_send (a client's send of a request on
+ *             its channel, ChannelSend);
  *   broker:   broker_produce_request, broker_request_times, broker_produce_response, broker_log_index,
  *             broker_log_append (a segment's append state SegmentTail, the producer state's next-batch check).
  */
@@ -73,6 +74,7 @@ static PyObject *py_read_varint = NULL;
 #include "kernel/broker_produce_response.c.h"
 #include "kernel/broker_log_index.c.h"
 #include "kernel/broker_log_append.c.h"
+#include "kernel/client_channel_send.c.h"
 
 /* ---- module ---------------------------------------------------------------------------------------- */
 
@@ -219,6 +221,17 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_INCREF(&InFlightType);
     if (PyModule_AddObject(m, "InFlightRequests", (PyObject *)&InFlightType) < 0) {
         Py_DECREF(&InFlightType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* client_channel_send.c.h's type */
+    if (PyType_Ready(&ChannelSendType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&ChannelSendType);
+    if (PyModule_AddObject(m, "ChannelSend", (PyObject *)&ChannelSendType) < 0) {
+        Py_DECREF(&ChannelSendType);
         Py_DECREF(m);
         return NULL;
     }
