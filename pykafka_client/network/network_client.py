@@ -39,6 +39,7 @@ from __future__ import annotations
 import enum
 import logging
 import random
+from collections.abc import Callable
 
 from pykafka_client.errors import (
     DisconnectError,
@@ -64,7 +65,7 @@ from pykafka_client.network.correlation_ids import (
     CorrelationIds,
 )
 from pykafka_client.network.error_text import classify_connect_error, describe_connect_error, describe_error
-from pykafka_client.network.in_flight_requests import InFlightRequest, new_in_flight_requests
+from pykafka_client.network.in_flight_requests import InFlightRequest, InFlightRequestsApi, new_in_flight_requests
 from pykafka_client.network.kafka_client import LeastLoadedNode
 from pykafka_client.network.log_rate_limiter import LogRateLimiter
 from pykafka_client.network.metadata import Metadata
@@ -99,6 +100,7 @@ from pykafka_client.network.transport.selectable import (
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.headers import decode_response as decode_response_frame
 from pykafka_client.protocol.messages import ApiVersionsResponse, MetadataResponse
+from pykafka_client.protocol.records import _native
 from pykafka_client.structs import Node
 from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
 
@@ -221,6 +223,8 @@ class NetworkClient(ConnectionFailures):
         # the add and selector.send(), its reference)
         compiled_send = getattr(selector, "compiled_send", None)
         self._compiled_send = compiled_send() if compiled_send is not None else None
+        # can_send_request()'s three questions in one kernel call (None: asked one by one, the reference)
+        self._compiled_can_send = self._new_compiled_can_send()
         # node id -> "ip:port" of the address last connected to, for log messages.
         self._node_addresses: dict[str, str] = {}
         # node id -> "host:port" as the bootstrap list or the metadata names the node.
@@ -240,6 +244,22 @@ class NetworkClient(ConnectionFailures):
             )
         self.metadata_updater = metadata_updater
 
+    def _new_compiled_can_send(self) -> Callable[[InFlightRequestsApi, str, int], bool] | None:
+        """The kernel's ``SendReadiness.can_send`` over this client's connection states and its Selector's open channels
+        (:meth:`can_send_request` in one call); None without the kernel, or for a selector without open channels to
+        read (any but a real Selector)."""
+        kernel = _native.kernel
+        open_channels = getattr(self.selector, "open_channels", None)
+        if kernel is None or open_channels is None:
+            return None
+        channels = open_channels()
+        node_states = self.connection_states.node_states()
+        if type(channels) is not dict or type(node_states) is not dict:
+            return None
+        readiness = kernel.SendReadiness(node_states, ConnectionState.READY, channels, ChannelState.READY)
+        can_send: Callable[[InFlightRequestsApi, str, int], bool] = readiness.can_send
+        return can_send
+
     # --- connection management -----------------------------------------------------------------
 
     def ready(self, node: Node, now_ms: int) -> bool:
@@ -251,10 +271,13 @@ class NetworkClient(ConnectionFailures):
         # due before the updater's deadline (read, not asked: the common case)
         updater = self.metadata_updater
         if now_ms < updater.update_deadline.no_update_before_ms or not updater.is_update_due(now_ms):
+            can_send = self._compiled_can_send
             if (
-                self.connection_states.is_ready(node_id, now_ms)
-                and self.selector.is_channel_ready(node_id)
-                and self.in_flight_requests.can_send_more(node_id)
+                can_send(self.in_flight_requests, node_id, now_ms) if can_send is not None else (
+                    self.connection_states.is_ready(node_id, now_ms)
+                    and self.selector.is_channel_ready(node_id)
+                    and self.in_flight_requests.can_send_more(node_id)
+                )
             ):
                 self._ready_node = node_id
                 self._ready_at_ms = now_ms
@@ -279,6 +302,9 @@ class NetworkClient(ConnectionFailures):
         return False
 
     def can_send_request(self, node_id: str, now_ms: int) -> bool:
+        can_send = self._compiled_can_send
+        if can_send is not None:
+            return can_send(self.in_flight_requests, node_id, now_ms)
         return (
             self.connection_states.is_ready(node_id, now_ms)
             and self.selector.is_channel_ready(node_id)
@@ -480,9 +506,12 @@ class NetworkClient(ConnectionFailures):
             # unless is_ready() found the node ready at this time and nothing changed since
             and (node_id != self._ready_node or now_ms != self._ready_at_ms)
             and not (  # can_send_request(), inlined: once per request
-                self.connection_states.is_ready(node_id, now_ms)
-                and self.selector.is_channel_ready(node_id)
-                and self.in_flight_requests.can_send_more(node_id)
+                self._compiled_can_send(self.in_flight_requests, node_id, now_ms)
+                if self._compiled_can_send is not None else (
+                    self.connection_states.is_ready(node_id, now_ms)
+                    and self.selector.is_channel_ready(node_id)
+                    and self.in_flight_requests.can_send_more(node_id)
+                )
             )
         ):
             raise IllegalStateError(f"attempt to send a request to node {node_id} which is not ready")

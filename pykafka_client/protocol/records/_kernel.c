@@ -26,7 +26,7 @@
  *             sender_round (the Sender's steady-state round over the accumulator);
  *   network:  network (per-request objects, a connection's frames), network_memory_pool, client_in_flight (a
  *             client's in-flight requests, InFlightRequests), client_channel_send (a client's send of a request on
- *             its channel, ChannelSend);
+ *             its channel, ChannelSend, SendReadiness);
  *   broker:   broker_produce_request, broker_request_times, broker_produce_response, broker_log_index,
  *             broker_log_append (a segment's append state SegmentTail, the producer state's next-batch check).
  */
@@ -224,7 +224,7 @@ PyMODINIT_FUNC PyInit__kernel(void)
         Py_DECREF(m);
         return NULL;
     }
-    /* client_channel_send.c.h's type */
+    /* client_channel_send.c.h's types */
     if (PyType_Ready(&ChannelSendType) < 0) {
         Py_DECREF(m);
         return NULL;
@@ -232,6 +232,16 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_INCREF(&ChannelSendType);
     if (PyModule_AddObject(m, "ChannelSend", (PyObject *)&ChannelSendType) < 0) {
         Py_DECREF(&ChannelSendType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyType_Ready(&SendReadinessType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&SendReadinessType);
+    if (PyModule_AddObject(m, "SendReadiness", (PyObject *)&SendReadinessType) < 0) {
+        Py_DECREF(&SendReadinessType);
         Py_DECREF(m);
         return NULL;
     }

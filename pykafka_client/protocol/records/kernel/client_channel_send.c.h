@@ -12,7 +12,14 @@
  * pending_completed_sends; part of it (a blocking error: none) goes on through selector.continue_send(channel, send,
  * written); an error of the write (an Exception) closes the channel through selector.fail_send(channel, error).
  * Anything else goes through selector.send(network_send) itself. Reads and writes only public attributes.
- * Uses slot_access (cached_get, cached_set, get_int_attr) and client_in_flight (InFlightType, ifq_add). */
+ *
+ * SendReadiness(node_states, connection_ready, channels, channel_ready).can_send(in_flight_requests, node_id, now_ms):
+ * NetworkClient.can_send_request (its reference) in one call: the node's connection state (node_states[node_id], a
+ * ClusterConnectionStates' NodeConnectionState) READY and not throttled past now_ms, its channel (channels[node_id])
+ * READY, and in_flight_requests.can_send_more(node_id), asked in that order.
+ *
+ * Uses slot_access (cached_get, cached_set, get_int_attr) and client_in_flight (InFlightType, ifq_add,
+ * ifq_can_send_more). */
 
 typedef struct {
     PyObject_HEAD
@@ -27,12 +34,12 @@ typedef struct {
 enum {
     CS_DESTINATION, CS_BUFFERS, CS_SIZE, CS_WRITTEN, CS_STATE, CS_SEND_WRITER, CS_PLAIN_SENDMSG, CS_BYTES_SENT,
     CS_BYTES_SENT_TOTAL, CS_REQUESTS_SENT_TOTAL, CS_PENDING_COMPLETED_SENDS, CS_SEND, CS_FAIL_SEND, CS_CONTINUE_SEND,
-    CS_ADD, CS_COMPLETE_LAST_SENT, CS_COUNT
+    CS_ADD, CS_COMPLETE_LAST_SENT, CS_THROTTLE_UNTIL_TIME_MS, CS_CAN_SEND_MORE, CS_COUNT
 };
 static const char *const cs_attr_names[CS_COUNT] = {
     "destination", "buffers", "size", "written", "state", "send_writer", "plain_sendmsg", "bytes_sent",
     "bytes_sent_total", "requests_sent_total", "pending_completed_sends", "send", "fail_send", "continue_send", "add",
-    "complete_last_sent",
+    "complete_last_sent", "throttle_until_time_ms", "can_send_more",
 };
 static PyObject *cs_attr[CS_COUNT];
 static slot_cache cs_cache[CS_COUNT];
@@ -316,4 +323,142 @@ static PyTypeObject ChannelSendType = {
     .tp_clear = (inquiry)cs_clear,
     .tp_methods = cs_methods,
     .tp_new = cs_new,
+};
+
+/* ---- SendReadiness ----------------------------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *node_states;  /* dict: node id -> NodeConnectionState (the connection states' own, read-only here) */
+    PyObject *connection_ready;
+    PyObject *channels;  /* dict: connection id -> KafkaChannel (the selector's open channels, read-only here) */
+    PyObject *channel_ready;
+} SendReadinessObject;
+
+/* whether obj.state is `ready`: 1, 0, or -1 with an exception */
+static int sr_state_is(PyObject *obj, PyObject *ready)
+{
+    PyObject *v = cs_get(obj, CS_STATE);
+    if (v == NULL)
+        return -1;
+    int is = v == ready;
+    Py_DECREF(v);
+    return is;
+}
+
+/* can_send(in_flight_requests, node_id, now_ms) */
+static PyObject *sr_can_send(SendReadinessObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "can_send(in_flight_requests, node_id, now_ms)");
+        return NULL;
+    }
+    PyObject *in_flight = args[0], *node = args[1], *now = args[2];
+    /* ClusterConnectionStates.is_ready */
+    PyObject *state = PyDict_GetItemWithError(self->node_states, node);
+    if (state == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_FALSE;
+    }
+    Py_INCREF(state);
+    int ok = sr_state_is(state, self->connection_ready);
+    if (ok > 0) {
+        int64_t until, now_v;
+        if (get_int_attr(state, cs_attr[CS_THROTTLE_UNTIL_TIME_MS], &cs_cache[CS_THROTTLE_UNTIL_TIME_MS], &until) == 0 &&
+            compact_int(now, &now_v))
+            ok = until <= now_v;
+        else if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_OverflowError))
+            ok = -1;
+        else {  /* (any other int, or not an int: compared as Python would) */
+            PyErr_Clear();
+            PyObject *t = cs_get(state, CS_THROTTLE_UNTIL_TIME_MS);
+            ok = t == NULL ? -1 : PyObject_RichCompareBool(t, now, Py_LE);
+            Py_XDECREF(t);
+        }
+    }
+    Py_DECREF(state);
+    if (ok <= 0)
+        return ok < 0 ? NULL : Py_NewRef(Py_False);
+    /* Selector.is_channel_ready */
+    PyObject *channel = PyDict_GetItemWithError(self->channels, node);
+    if (channel == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_FALSE;
+    }
+    Py_INCREF(channel);
+    ok = sr_state_is(channel, self->channel_ready);
+    Py_DECREF(channel);
+    if (ok <= 0)
+        return ok < 0 ? NULL : Py_NewRef(Py_False);
+    /* InFlightRequests.can_send_more */
+    if (Py_TYPE(in_flight) == &InFlightType)
+        return ifq_can_send_more((InFlightObject *)in_flight, node);
+    return PyObject_CallMethodOneArg(in_flight, cs_attr[CS_CAN_SEND_MORE], node);
+}
+
+static PyObject *sr_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *node_states, *connection_ready, *channels, *channel_ready;
+    static char *kwlist[] = {"node_states", "connection_ready", "channels", "channel_ready", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OO!O:SendReadiness", kwlist, &PyDict_Type, &node_states,
+                                     &connection_ready, &PyDict_Type, &channels, &channel_ready))
+        return NULL;
+    if (cs_names() < 0)
+        return NULL;
+    SendReadinessObject *self = (SendReadinessObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->node_states = Py_NewRef(node_states);
+    self->connection_ready = Py_NewRef(connection_ready);
+    self->channels = Py_NewRef(channels);
+    self->channel_ready = Py_NewRef(channel_ready);
+    return (PyObject *)self;
+}
+
+static int sr_traverse(SendReadinessObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->node_states);
+    Py_VISIT(self->connection_ready);
+    Py_VISIT(self->channels);
+    Py_VISIT(self->channel_ready);
+    return 0;
+}
+
+static int sr_clear(SendReadinessObject *self)
+{
+    Py_CLEAR(self->node_states);
+    Py_CLEAR(self->connection_ready);
+    Py_CLEAR(self->channels);
+    Py_CLEAR(self->channel_ready);
+    return 0;
+}
+
+static void sr_dealloc(SendReadinessObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    sr_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef sr_methods[] = {
+    {"can_send", (PyCFunction)(void (*)(void))sr_can_send, METH_FASTCALL,
+     "can_send(in_flight_requests, node_id, now_ms): the node's connection READY and not throttled, its channel READY, "
+     "and in_flight_requests.can_send_more(node_id)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject SendReadinessType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pykafka_client.protocol.records._kernel.SendReadiness",
+    .tp_basicsize = sizeof(SendReadinessObject),
+    .tp_dealloc = (destructor)sr_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = PyDoc_STR("SendReadiness(node_states, connection_ready, channels, channel_ready): whether a client can "
+                        "send a request to a node now (reference: NetworkClient.can_send_request)"),
+    .tp_traverse = (traverseproc)sr_traverse,
+    .tp_clear = (inquiry)sr_clear,
+    .tp_methods = sr_methods,
+    .tp_new = sr_new,
 };
