@@ -89,10 +89,11 @@ REAUTH_MAX_SHARE = 0.95
 _AUTH_ERRORS = (AuthenticationError, SaslAuthenticationError, UnsupportedSaslMechanismError, IllegalSaslStateError)
 
 
-@dataclass
+@dataclass(slots=True)
 class SelectorMetrics:
     """Selector-wide counters (Java ``SelectorMetrics``); rates and ratios are derived by readers
-    (e.g. io-wait ratio = ``select_time_ns_total`` / elapsed)."""
+    (e.g. io-wait ratio = ``select_time_ns_total`` / elapsed). Slotted: the kernel's send of a request counts into
+    them at cached offsets."""
 
     connection_count: int = 0  # open channels now (a gauge)
     connection_creation_total: int = 0
