@@ -81,6 +81,7 @@ from pykafka_client.network.request_encoding import (
     api_name,
     choose_version,
     compiled_codecs,
+    encode_reference_frame,
     encode_request_frame,
 )
 from pykafka_client.network.transport.positional_new import positional_new
@@ -532,12 +533,16 @@ class NetworkClient(ConnectionFailures):
                 if len(self._versions_chosen) >= _MAX_VERSIONS_CHOSEN:
                     self._versions_chosen.clear()
                 self._versions_chosen[chosen_key] = (node_versions, version)
-            # a request type with a compiled encoder (registered with compiled_codecs) through it, the general encoder
-            # when it has none or it declines
+            # a request type with a compiled encoder (registered with compiled_codecs) through it, the reference
+            # encoder when it declines; any other through the general encoder
             encoder = self._encoders.get(body_type)
-            pieces = None if encoder is None else encoder(body, version, correlation_id, client_id)
-            if pieces is None:
+            if encoder is None:
                 pieces = encode_request_frame(body, version, correlation_id, client_id)
+            else:
+                encoded = encoder(body, version, correlation_id, client_id)
+                pieces = (
+                    encoded if encoded is not None else encode_reference_frame(body, version, correlation_id, client_id)
+                )
         except Exception as e:  # any build/encode failure fails the request, see _fail_unencodable
             self._fail_unencodable(request, is_internal, version, e, now_ms)
             return

@@ -62,6 +62,12 @@ def encode_request_frame(body: RequestBody, version: int, correlation_id: int, c
     return headers.encode_request(body, version, correlation_id, client_id)  # type: ignore[arg-type]
 
 
+def encode_reference_frame(body: RequestBody, version: int, correlation_id: int, client_id: str | None) -> list[Chunk]:
+    """The reference encoder's frame of ``body`` (no kernel: a compiled encoder declined it)."""
+    # (a RequestBody is the Protocol of what the client reads of a generated Message: every body is one)
+    return headers.encode_request(body, version, correlation_id, client_id)  # type: ignore[arg-type]  # see above
+
+
 #: An encoder of a request type's frames: ``encode(body, version, correlation_id, client_id)`` -> the frame's pieces (as
 #: :func:`encode_request_frame`'s), or None to leave that request to :func:`encode_request_frame`.
 RequestEncoder = Callable[[Any, int, int, "str | None"], "list[Chunk] | None"]
