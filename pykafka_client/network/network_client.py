@@ -40,6 +40,7 @@ import enum
 import logging
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from pykafka_client.errors import (
     DisconnectError,
@@ -77,6 +78,8 @@ from pykafka_client.network.metadata_updater import (
 )
 from pykafka_client.network.node_selection import least_loaded_node
 from pykafka_client.network.request_encoding import (
+    RequestEncoder,
+    ResponseDecoder,
     allowed_version_range,
     api_name,
     choose_version,
@@ -149,6 +152,25 @@ def _add_to(ids: set[str] | None, node_id: str) -> set[str]:
     return ids
 
 
+@dataclass(slots=True)
+class _Paths:
+    """The fixed parts of a client that its request and poll paths read, in one attribute (a NetworkClient's instance
+    keeps at most 30 attributes: CPython 3.11's limit for the shared keys that keep every ``self.x`` read cheap)."""
+
+    #: the monotonic clock in ns (the C clock itself for the system time): the poll reads it in ms, as
+    #: hi_res_clock_ms() does, once per poll
+    clock_ns: Callable[[], int]
+    #: the compiled encoders and response decoders by request type (none while the kernel is off): a request of such a
+    #: type is encoded by its encoder, and the in-flight requests complete the receives its decoder takes
+    encoders: dict[type, RequestEncoder]
+    decoders: dict[type, ResponseDecoder]
+    #: the kernel's send of a request on a real Selector: the in-flight add and the frame's write in one call (None:
+    #: the add and selector.send(), its reference)
+    send: Callable[[InFlightRequestsApi, InFlightRequest, NetworkSend], None] | None
+    #: can_send_request()'s three questions in one kernel call (None: asked one by one, the reference)
+    can_send: Callable[[InFlightRequestsApi, str, int], bool] | None
+
+
 class NetworkClient(ConnectionFailures):
     """The real :class:`~pykafka_client.network.kafka_client.KafkaClient`."""
 
@@ -178,9 +200,6 @@ class NetworkClient(ConnectionFailures):
         self.selector = selector
         self.client_id = client_id
         self.time = time
-        # the monotonic clock in ns (the C clock itself for the system time): the poll reads it in ms, as
-        # hi_res_clock_ms() does, once per poll
-        self._clock_ns = nanoseconds_clock(time)
         self._rng = rng if rng is not None else random.Random()
         self.in_flight_requests = new_in_flight_requests(max_in_flight_requests_per_connection)
         self.connection_states = ClusterConnectionStates(
@@ -215,17 +234,15 @@ class NetworkClient(ConnectionFailures):
         # while it is the same object (one lookup per request instead of the range arithmetic)
         self._versions_chosen: dict[tuple[str, type, int | None, int | None], tuple[object, int]] = {}
         self._handshake = ApiVersionsHandshake()
-        # the compiled encoders and response decoders by request type (none while the kernel is off): a request of
-        # such a type is encoded by its encoder, and the in-flight requests complete the receives its decoder takes
         codecs = compiled_codecs()
-        self._encoders = codecs.encoders
-        self._decoders = codecs.decoders
-        # the kernel's send of a request on a real Selector: the in-flight add and the frame's write in one call (None:
-        # the add and selector.send(), its reference)
         compiled_send = getattr(selector, "compiled_send", None)
-        self._compiled_send = compiled_send() if compiled_send is not None else None
-        # can_send_request()'s three questions in one kernel call (None: asked one by one, the reference)
-        self._compiled_can_send = self._new_compiled_can_send()
+        self._paths = _Paths(
+            nanoseconds_clock(time),
+            codecs.encoders,
+            codecs.decoders,
+            compiled_send() if compiled_send is not None else None,
+            self._new_compiled_can_send(),
+        )
         # node id -> "ip:port" of the address last connected to, for log messages.
         self._node_addresses: dict[str, str] = {}
         # node id -> "host:port" as the bootstrap list or the metadata names the node.
@@ -272,7 +289,7 @@ class NetworkClient(ConnectionFailures):
         # due before the updater's deadline (read, not asked: the common case)
         updater = self.metadata_updater
         if now_ms < updater.update_deadline.no_update_before_ms or not updater.is_update_due(now_ms):
-            can_send = self._compiled_can_send
+            can_send = self._paths.can_send
             if (
                 can_send(self.in_flight_requests, node_id, now_ms) if can_send is not None else (
                     self.connection_states.is_ready(node_id, now_ms)
@@ -303,7 +320,7 @@ class NetworkClient(ConnectionFailures):
         return False
 
     def can_send_request(self, node_id: str, now_ms: int) -> bool:
-        can_send = self._compiled_can_send
+        can_send = self._paths.can_send
         if can_send is not None:
             return can_send(self.in_flight_requests, node_id, now_ms)
         return (
@@ -507,8 +524,8 @@ class NetworkClient(ConnectionFailures):
             # unless is_ready() found the node ready at this time and nothing changed since
             and (node_id != self._ready_node or now_ms != self._ready_at_ms)
             and not (  # can_send_request(), inlined: once per request
-                self._compiled_can_send(self.in_flight_requests, node_id, now_ms)
-                if self._compiled_can_send is not None else (
+                self._paths.can_send(self.in_flight_requests, node_id, now_ms)
+                if self._paths.can_send is not None else (
                     self.connection_states.is_ready(node_id, now_ms)
                     and self.selector.is_channel_ready(node_id)
                     and self.in_flight_requests.can_send_more(node_id)
@@ -535,7 +552,7 @@ class NetworkClient(ConnectionFailures):
                 self._versions_chosen[chosen_key] = (node_versions, version)
             # a request type with a compiled encoder (registered with compiled_codecs) through it, the reference
             # encoder when it declines; any other through the general encoder
-            encoder = self._encoders.get(body_type)
+            encoder = self._paths.encoders.get(body_type)
             if encoder is None:
                 pieces = encode_request_frame(body, version, correlation_id, client_id)
             else:
@@ -567,7 +584,7 @@ class NetworkClient(ConnectionFailures):
             self._fire_and_forget_sent = True
         # (send.extra stays unset: send -> in_flight -> send would be a cycle holding the request's record batches
         # until a full collection after the response, not freed as the response is handled)
-        compiled_send = self._compiled_send
+        compiled_send = self._paths.send
         if compiled_send is not None:  # the add and the send below in one call
             compiled_send(self.in_flight_requests, in_flight, send)
             return
@@ -650,7 +667,7 @@ class NetworkClient(ConnectionFailures):
             except OSError as e:
                 log.error("unexpected error while polling the network, polling goes on: %s", describe_error(e))
                 results = POLL_ALL
-            updated_now = self._clock_ns() // 1_000_000  # time.hi_res_clock_ms(), without its frame
+            updated_now = self._paths.clock_ns() // 1_000_000  # time.hi_res_clock_ms(), without its frame
             # each handler only when its selector result has entries (the poll says which: no call for the empty ones)
             # a completed send completes a request only if it expects no response: none does unless one was sent
             if results & POLL_COMPLETED_SENDS and self._fire_and_forget_sent:
@@ -660,7 +677,7 @@ class NetworkClient(ConnectionFailures):
                 # the rest (all of them with the reference InFlightRequests) through the reference
                 receives = selector.completed_receives()
                 left = self.in_flight_requests.complete_receives(
-                    receives, responses, updated_now, self._decoders, _new_client_response
+                    receives, responses, updated_now, self._paths.decoders, _new_client_response
                 )
                 if left is not None:
                     self._handle_completed_receives(receives, responses, updated_now, left)
@@ -742,7 +759,7 @@ class NetworkClient(ConnectionFailures):
         ``complete_receives``, which handled those before ``start``: none of them closed a connection)."""
         failed: set[str] | None = None  # the connections closed on a response (a set only once one is)
         in_flight = self.in_flight_requests
-        decoders = self._decoders
+        decoders = self._paths.decoders
         for receive in (receives if start == 0 else receives[start:]):
             source = receive.source
             if failed is not None and source in failed:

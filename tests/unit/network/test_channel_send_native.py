@@ -231,3 +231,17 @@ def test_a_network_client_on_a_real_selector_sends_through_the_kernel() -> None:
         assert _CountingSelector.made == 1
     finally:
         _native.use_native(previous)
+
+
+def test_a_network_client_keeps_at_most_30_instance_attributes() -> None:
+    """CPython 3.11 keeps an instance's attributes in its class's shared keys (every ``self.x`` read specialised and
+    cheap) only up to 30 of them: a 31st makes every attribute read of the client's hot paths slower."""
+    from pykafka_client.network.metadata_updater import ManualMetadataUpdater
+    from pykafka_client.network.network_client import NetworkClient
+
+    selector = Selector()
+    client = NetworkClient(selector, metadata_updater=ManualMetadataUpdater([]))
+    try:
+        assert len(vars(client)) <= 30, sorted(vars(client))
+    finally:
+        client.close()
