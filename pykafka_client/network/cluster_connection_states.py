@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 import random
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from pykafka_client.errors import IllegalStateError
 from pykafka_client.network.connect_failure import ConnectFailure
@@ -186,6 +186,11 @@ class ClusterConnectionStates:
 
     def node_state(self, node_id: str) -> NodeConnectionState | None:
         return self._node_state.get(node_id)
+
+    def node_states(self) -> Mapping[str, NodeConnectionState]:
+        """Every node's state by id: these states' own mapping (read-only), which follows the nodes as they come and
+        go (the kernel's ``SendReadiness`` reads a node's in it)."""
+        return self._node_state
 
     def can_connect(self, node_id: str, now_ms: int) -> bool:
         """True if we may start a connection attempt now (never seen, or disconnected past its backoff)."""

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from pykafka_client.errors import IllegalStateError
 from pykafka_client.network.client_request import RequestCompletionHandler, RequestHeaderInfo
 from pykafka_client.network.client_response import ClientResponse
+from pykafka_client.network.request_encoding import ResponseDecoder
 from pykafka_client.network.transport.positional_new import positional_new
 from pykafka_client.network.transport.selectable import NetworkReceive, NetworkSend
 from pykafka_client.protocol.records import _native
@@ -130,19 +131,21 @@ class InFlightRequestsApi(Protocol):
 
     def nodes_with_timed_out_requests(self, now_ms: int, /) -> list[str]: ...
 
-    def complete_produce_receives(
+    def complete_receives(
         self,
         receives: list[NetworkReceive],
         responses: list[ClientResponse],
         now_ms: int,
-        results_types: dict[type, type],
+        decoders: dict[type, ResponseDecoder],
         new_client_response: Callable[..., ClientResponse],
         /,
     ) -> int | None:
         """The start of ``NetworkClient._handle_completed_receives`` (the reference) in one step: the receives that
-        answer, in order, the oldest request of their node when it is the producer's (its body type in
-        ``results_types``) and every partition succeeded with no throttle time, each request taken and its response
-        appended. The index of the first receive left to the reference, None when none is left."""
+        answer, in order, the oldest request of their node when its body's type has a decoder in ``decoders`` that
+        takes the answer (``decoder(payload, api_version, correlation_id)`` is not None) and the body it gives has no
+        throttle time, each request taken and ``new_client_response(header, callback, destination, created_time_ms,
+        now_ms, False, False, None, None, body, None)`` appended. The index of the first receive left to the
+        reference, None when none is left. A decoder's error propagates with its request left the oldest."""
         ...
 
     def __iter__(self) -> Iterator[InFlightRequest]: ...
@@ -287,17 +290,17 @@ class InFlightRequests:
         self.no_timeout_until_ms = bound
         return out
 
-    def complete_produce_receives(
+    def complete_receives(
         self,
         receives: list[NetworkReceive],
         responses: list[ClientResponse],
         now_ms: int,
-        results_types: dict[type, type],
+        decoders: dict[type, ResponseDecoder],
         new_client_response: Callable[..., ClientResponse],
         /,
     ) -> int | None:
         """Takes none: ``NetworkClient._handle_completed_receives`` is the reference of the kernel type's step
-        (:meth:`InFlightRequestsApi.complete_produce_receives`)."""
+        (:meth:`InFlightRequestsApi.complete_receives`)."""
         return 0
 
     def __iter__(self) -> Iterator[InFlightRequest]:

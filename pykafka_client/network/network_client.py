@@ -39,6 +39,8 @@ from __future__ import annotations
 import enum
 import logging
 import random
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from pykafka_client.errors import (
     DisconnectError,
@@ -64,7 +66,7 @@ from pykafka_client.network.correlation_ids import (
     CorrelationIds,
 )
 from pykafka_client.network.error_text import classify_connect_error, describe_connect_error, describe_error
-from pykafka_client.network.in_flight_requests import InFlightRequest, new_in_flight_requests
+from pykafka_client.network.in_flight_requests import InFlightRequest, InFlightRequestsApi, new_in_flight_requests
 from pykafka_client.network.kafka_client import LeastLoadedNode
 from pykafka_client.network.log_rate_limiter import LogRateLimiter
 from pykafka_client.network.metadata import Metadata
@@ -76,10 +78,13 @@ from pykafka_client.network.metadata_updater import (
 )
 from pykafka_client.network.node_selection import least_loaded_node
 from pykafka_client.network.request_encoding import (
-    RESULTS_RESPONSE_TYPES,
+    RequestEncoder,
+    ResponseDecoder,
     allowed_version_range,
     api_name,
     choose_version,
+    compiled_codecs,
+    encode_reference_frame,
     encode_request_frame,
 )
 from pykafka_client.network.transport.positional_new import positional_new
@@ -98,7 +103,6 @@ from pykafka_client.network.transport.selectable import (
 )
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.headers import decode_response as decode_response_frame
-from pykafka_client.protocol.headers import encode_request as encode_request_frame_reference
 from pykafka_client.protocol.messages import ApiVersionsResponse, MetadataResponse
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import Node
@@ -133,7 +137,6 @@ _ACTIVE = _State.ACTIVE
 _REBOOTSTRAP = MetadataRecoveryStrategy.REBOOTSTRAP
 _new_tuple = tuple.__new__
 _API_VERSIONS = int(ApiKey.API_VERSIONS)
-_results_response_types = RESULTS_RESPONSE_TYPES
 # the per-request objects from every field's value, without the Python frame of their __init__
 _new_client_request = positional_new(ClientRequest)
 _new_network_send = positional_new(NetworkSend)
@@ -147,6 +150,25 @@ def _add_to(ids: set[str] | None, node_id: str) -> set[str]:
         return {node_id}
     ids.add(node_id)
     return ids
+
+
+@dataclass(slots=True)
+class _Paths:
+    """The fixed parts of a client that its request and poll paths read, in one attribute (a NetworkClient's instance
+    keeps at most 30 attributes: CPython 3.11's limit for the shared keys that keep every ``self.x`` read cheap)."""
+
+    #: the monotonic clock in ns (the C clock itself for the system time): the poll reads it in ms, as
+    #: hi_res_clock_ms() does, once per poll
+    clock_ns: Callable[[], int]
+    #: the compiled encoders and response decoders by request type (none while the kernel is off): a request of such a
+    #: type is encoded by its encoder, and the in-flight requests complete the receives its decoder takes
+    encoders: dict[type, RequestEncoder]
+    decoders: dict[type, ResponseDecoder]
+    #: the kernel's send of a request on a real Selector: the in-flight add and the frame's write in one call (None:
+    #: the add and selector.send(), its reference)
+    send: Callable[[InFlightRequestsApi, InFlightRequest, NetworkSend], None] | None
+    #: can_send_request()'s three questions in one kernel call (None: asked one by one, the reference)
+    can_send: Callable[[InFlightRequestsApi, str, int], bool] | None
 
 
 class NetworkClient(ConnectionFailures):
@@ -178,9 +200,6 @@ class NetworkClient(ConnectionFailures):
         self.selector = selector
         self.client_id = client_id
         self.time = time
-        # the monotonic clock in ns (the C clock itself for the system time): the poll reads it in ms, as
-        # hi_res_clock_ms() does, once per poll
-        self._clock_ns = nanoseconds_clock(time)
         self._rng = rng if rng is not None else random.Random()
         self.in_flight_requests = new_in_flight_requests(max_in_flight_requests_per_connection)
         self.connection_states = ClusterConnectionStates(
@@ -215,6 +234,15 @@ class NetworkClient(ConnectionFailures):
         # while it is the same object (one lookup per request instead of the range arithmetic)
         self._versions_chosen: dict[tuple[str, type, int | None, int | None], tuple[object, int]] = {}
         self._handshake = ApiVersionsHandshake()
+        codecs = compiled_codecs()
+        compiled_send = getattr(selector, "compiled_send", None)
+        self._paths = _Paths(
+            nanoseconds_clock(time),
+            codecs.encoders,
+            codecs.decoders,
+            compiled_send() if compiled_send is not None else None,
+            self._new_compiled_can_send(),
+        )
         # node id -> "ip:port" of the address last connected to, for log messages.
         self._node_addresses: dict[str, str] = {}
         # node id -> "host:port" as the bootstrap list or the metadata names the node.
@@ -234,6 +262,22 @@ class NetworkClient(ConnectionFailures):
             )
         self.metadata_updater = metadata_updater
 
+    def _new_compiled_can_send(self) -> Callable[[InFlightRequestsApi, str, int], bool] | None:
+        """The kernel's ``SendReadiness.can_send`` over this client's connection states and its Selector's open channels
+        (:meth:`can_send_request` in one call); None without the kernel, or for a selector without open channels to
+        read (any but a real Selector)."""
+        kernel = _native.kernel
+        open_channels = getattr(self.selector, "open_channels", None)
+        if kernel is None or open_channels is None:
+            return None
+        channels = open_channels()
+        node_states = self.connection_states.node_states()
+        if type(channels) is not dict or type(node_states) is not dict:
+            return None
+        readiness = kernel.SendReadiness(node_states, ConnectionState.READY, channels, ChannelState.READY)
+        can_send: Callable[[InFlightRequestsApi, str, int], bool] = readiness.can_send
+        return can_send
+
     # --- connection management -----------------------------------------------------------------
 
     def ready(self, node: Node, now_ms: int) -> bool:
@@ -245,10 +289,13 @@ class NetworkClient(ConnectionFailures):
         # due before the updater's deadline (read, not asked: the common case)
         updater = self.metadata_updater
         if now_ms < updater.update_deadline.no_update_before_ms or not updater.is_update_due(now_ms):
+            can_send = self._paths.can_send
             if (
-                self.connection_states.is_ready(node_id, now_ms)
-                and self.selector.is_channel_ready(node_id)
-                and self.in_flight_requests.can_send_more(node_id)
+                can_send(self.in_flight_requests, node_id, now_ms) if can_send is not None else (
+                    self.connection_states.is_ready(node_id, now_ms)
+                    and self.selector.is_channel_ready(node_id)
+                    and self.in_flight_requests.can_send_more(node_id)
+                )
             ):
                 self._ready_node = node_id
                 self._ready_at_ms = now_ms
@@ -273,6 +320,9 @@ class NetworkClient(ConnectionFailures):
         return False
 
     def can_send_request(self, node_id: str, now_ms: int) -> bool:
+        can_send = self._paths.can_send
+        if can_send is not None:
+            return can_send(self.in_flight_requests, node_id, now_ms)
         return (
             self.connection_states.is_ready(node_id, now_ms)
             and self.selector.is_channel_ready(node_id)
@@ -474,9 +524,12 @@ class NetworkClient(ConnectionFailures):
             # unless is_ready() found the node ready at this time and nothing changed since
             and (node_id != self._ready_node or now_ms != self._ready_at_ms)
             and not (  # can_send_request(), inlined: once per request
-                self.connection_states.is_ready(node_id, now_ms)
-                and self.selector.is_channel_ready(node_id)
-                and self.in_flight_requests.can_send_more(node_id)
+                self._paths.can_send(self.in_flight_requests, node_id, now_ms)
+                if self._paths.can_send is not None else (
+                    self.connection_states.is_ready(node_id, now_ms)
+                    and self.selector.is_channel_ready(node_id)
+                    and self.in_flight_requests.can_send_more(node_id)
+                )
             )
         ):
             raise IllegalStateError(f"attempt to send a request to node {node_id} which is not ready")
@@ -497,14 +550,16 @@ class NetworkClient(ConnectionFailures):
                 if len(self._versions_chosen) >= _MAX_VERSIONS_CHOSEN:
                     self._versions_chosen.clear()
                 self._versions_chosen[chosen_key] = (node_versions, version)
-            # the producer's produce request (a type registered for the kernel's results) straight to the kernel's
-            # encoder, the reference when it declines: encode_request_frame's dispatch without its call
-            if body_type in _results_response_types and (kernel := _native.kernel) is not None:
-                pieces = kernel.encode_produce_request(body, version, correlation_id, client_id)
-                if pieces is None:
-                    pieces = encode_request_frame_reference(body, version, correlation_id, client_id)  # type: ignore[arg-type]
-            else:
+            # a request type with a compiled encoder (registered with compiled_codecs) through it, the reference
+            # encoder when it declines; any other through the general encoder
+            encoder = self._paths.encoders.get(body_type)
+            if encoder is None:
                 pieces = encode_request_frame(body, version, correlation_id, client_id)
+            else:
+                encoded = encoder(body, version, correlation_id, client_id)
+                pieces = (
+                    encoded if encoded is not None else encode_reference_frame(body, version, correlation_id, client_id)
+                )
         except Exception as e:  # any build/encode failure fails the request, see _fail_unencodable
             self._fail_unencodable(request, is_internal, version, e, now_ms)
             return
@@ -529,6 +584,10 @@ class NetworkClient(ConnectionFailures):
             self._fire_and_forget_sent = True
         # (send.extra stays unset: send -> in_flight -> send would be a cycle holding the request's record batches
         # until a full collection after the response, not freed as the response is handled)
+        compiled_send = self._paths.send
+        if compiled_send is not None:  # the add and the send below in one call
+            compiled_send(self.in_flight_requests, in_flight, send)
+            return
         self.in_flight_requests.add(in_flight)
         try:
             self.selector.send(send)
@@ -608,17 +667,17 @@ class NetworkClient(ConnectionFailures):
             except OSError as e:
                 log.error("unexpected error while polling the network, polling goes on: %s", describe_error(e))
                 results = POLL_ALL
-            updated_now = self._clock_ns() // 1_000_000  # time.hi_res_clock_ms(), without its frame
+            updated_now = self._paths.clock_ns() // 1_000_000  # time.hi_res_clock_ms(), without its frame
             # each handler only when its selector result has entries (the poll says which: no call for the empty ones)
             # a completed send completes a request only if it expects no response: none does unless one was sent
             if results & POLL_COMPLETED_SENDS and self._fire_and_forget_sent:
                 self._handle_completed_sends(selector.completed_sends(), responses, updated_now)
             if results & POLL_COMPLETED_RECEIVES:
-                # the producer's answers that every partition succeeded in one step of the in-flight requests (the
-                # kernel's); the rest (all of them with the reference InFlightRequests) through the reference
+                # the answers a compiled decoder takes (unthrottled) in one step of the in-flight requests (the kernel's);
+                # the rest (all of them with the reference InFlightRequests) through the reference
                 receives = selector.completed_receives()
-                left = self.in_flight_requests.complete_produce_receives(
-                    receives, responses, updated_now, _results_response_types, _new_client_response
+                left = self.in_flight_requests.complete_receives(
+                    receives, responses, updated_now, self._paths.decoders, _new_client_response
                 )
                 if left is not None:
                     self._handle_completed_receives(receives, responses, updated_now, left)
@@ -697,9 +756,10 @@ class NetworkClient(ConnectionFailures):
         self, receives: list[NetworkReceive], responses: list[ClientResponse], now_ms: int, start: int = 0
     ) -> None:
         """Complete the requests ``receives[start:]`` answer (the reference of the in-flight requests'
-        ``complete_produce_receives``, which handled those before ``start``: none of them closed a connection)."""
+        ``complete_receives``, which handled those before ``start``: none of them closed a connection)."""
         failed: set[str] | None = None  # the connections closed on a response (a set only once one is)
         in_flight = self.in_flight_requests
+        decoders = self._paths.decoders
         for receive in (receives if start == 0 else receives[start:]):
             source = receive.source
             if failed is not None and source in failed:
@@ -715,16 +775,12 @@ class NetworkClient(ConnectionFailures):
                 continue
             try:
                 header = req.header
-                body = None
-                # the producer's produce response, when every partition succeeded: one kernel call straight into the
-                # results its completion reads (anything else, and every error to raise, through the decoders below)
-                results_type = _results_response_types.get(type(req.body))
-                if results_type is not None:
-                    kernel = _native.kernel
-                    if kernel is not None:
-                        body = kernel.decode_produce_results(
-                            results_type, receive.payload, header.api_version, header.correlation_id
-                        )
+                # a request type's compiled decoder first (registered with compiled_codecs; it may decline: None),
+                # then the general decoders
+                decoder = decoders.get(type(req.body))
+                body = (
+                    None if decoder is None else decoder(receive.payload, header.api_version, header.correlation_id)
+                )
                 if body is None:
                     # an ApiVersions response through the handshake's decoder (its v0 fallback, KIP-511); any other
                     # straight to the frame decoder (one call less per response)

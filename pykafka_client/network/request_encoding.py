@@ -9,6 +9,10 @@ error and log it at WARNING, never drop it (see ``NetworkClient._do_send``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 from pykafka_client.errors import UnsupportedVersionError
 from pykafka_client.network.client_request import ClientRequest, RequestBody
 from pykafka_client.network.node_api_versions import NodeApiVersions
@@ -58,16 +62,46 @@ def encode_request_frame(body: RequestBody, version: int, correlation_id: int, c
     return headers.encode_request(body, version, correlation_id, client_id)  # type: ignore[arg-type]
 
 
-#: Request types whose Produce response the compiled kernel decodes straight into the given response type (a
-#: ProduceResponse subclass holding the per-partition results, its ``responses`` built when read): the producer's
-#: ``DrainedProduceRequest`` -> ``DecodedProduceResponse`` (read by ``NetworkClient`` for each response).
-RESULTS_RESPONSE_TYPES: dict[type, type] = {}
+def encode_reference_frame(body: RequestBody, version: int, correlation_id: int, client_id: str | None) -> list[Chunk]:
+    """The reference encoder's frame of ``body`` (no kernel: a compiled encoder declined it)."""
+    # (a RequestBody is the Protocol of what the client reads of a generated Message: every body is one)
+    return headers.encode_request(body, version, correlation_id, client_id)  # type: ignore[arg-type]  # see above
 
 
-def register_results_response(request_type: type, response_type: type) -> None:
-    """Have the Produce responses to ``request_type`` requests decoded by the kernel's ``decode_produce_results``
-    into ``response_type`` (which the kernel was set up with) whenever it takes them."""
-    RESULTS_RESPONSE_TYPES[request_type] = response_type
+#: An encoder of a request type's frames: ``encode(body, version, correlation_id, client_id)`` -> the frame's pieces (as
+#: :func:`encode_request_frame`'s), or None to leave that request to :func:`encode_request_frame`.
+RequestEncoder = Callable[[Any, int, int, "str | None"], "list[Chunk] | None"]
+#: A decoder of the responses to a request type: ``decode(payload, api_version, correlation_id)`` -> the response
+#: body, or None to leave that response to the general decoders (errors raised as theirs: ProtocolError).
+ResponseDecoder = Callable[[Any, int, int], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledCodecs:
+    """The compiled encoders and response decoders by request type (exact type, no subclasses), registered by the module
+    that defines the request type (:func:`register_compiled_codecs`). A NetworkClient made while the kernel is on uses
+    them (:func:`compiled_codecs`): it encodes a request with its type's encoder and has its in-flight requests
+    complete, in one call a poll, the receives its type's decoder takes."""
+
+    encoders: dict[type, RequestEncoder]
+    decoders: dict[type, ResponseDecoder]
+
+
+_COMPILED_CODECS = CompiledCodecs({}, {})
+_NO_CODECS = CompiledCodecs({}, {})
+
+
+def register_compiled_codecs(request_type: type, encode: RequestEncoder, decode_response: ResponseDecoder) -> None:
+    """Have the requests of exactly ``request_type`` encoded by ``encode`` and their responses decoded by
+    ``decode_response`` (each may decline with None) by the NetworkClients made while the kernel is on."""
+    _COMPILED_CODECS.encoders[request_type] = encode
+    _COMPILED_CODECS.decoders[request_type] = decode_response
+
+
+def compiled_codecs() -> CompiledCodecs:
+    """The registered codecs while the kernel is on, none while it is off (``PYKAFKA_NO_NATIVE=1``, or switched off:
+    the reference encoders and decoders only)."""
+    return _COMPILED_CODECS if _native.kernel is not None else _NO_CODECS
 
 
 def api_name(api_key: int) -> str:

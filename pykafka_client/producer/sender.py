@@ -41,7 +41,7 @@ from pykafka_client.errors_base import BrokerResponseError, KafkaError
 from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.kafka_client import KafkaClient
 from pykafka_client.network.network_client import NetworkClient
-from pykafka_client.network.request_encoding import register_results_response
+from pykafka_client.network.request_encoding import register_compiled_codecs
 from pykafka_client.network.transport.selector import Selector
 from pykafka_client.producer.future_record_metadata import BatchOutcome
 from pykafka_client.producer.producer_batch import FinalState, ProducerBatch
@@ -201,7 +201,11 @@ _loaded_kernel = _native.loaded_kernel()
 if _loaded_kernel is not None:
     _loaded_kernel.sender_setup(DrainedProduceRequest, BatchOutcome, FINISHED)
     _loaded_kernel.produce_results_setup(DecodedProduceResponse)
-    register_results_response(DrainedProduceRequest, DecodedProduceResponse)
+    register_compiled_codecs(
+        DrainedProduceRequest,
+        _loaded_kernel.encode_produce_request,
+        partial(_loaded_kernel.decode_produce_results, DecodedProduceResponse),
+    )
 
 
 @dataclass(slots=True)

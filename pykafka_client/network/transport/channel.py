@@ -144,12 +144,15 @@ class KafkaChannel:
         #: the next frame when all of it was read ahead, with no socket read (its frame reader's
         #: ``take_buffered_frame``, called without a frame of the channel's: a broker reads one a request)
         self.take_buffered_frame: Callable[[], NetworkReceive | Literal[False] | None] = self._reader.take_buffered_frame
-        self._send: SendWriter | None = None
+        #: the send in progress (its writer), None when there is none: set by this channel's send methods only (read
+        #: by the kernel's send of a request, which writes a new send itself only when there is none)
+        self.send_writer: SendWriter | None = None
         self._fd = transport.socket.fileno()
         # a plaintext transport's socket, written and read straight by the common send and read (one Python frame
         # less each way per request); None for any other transport (TLS, a test's), always called through it
         plain = transport.socket if type(transport) is PlaintextTransportLayer else None
-        self._plain_sendmsg = plain.sendmsg if plain is not None else None
+        #: (read-only) the plaintext socket's ``sendmsg``, None for any other transport: what the common send writes with
+        self.plain_sendmsg = plain.sendmsg if plain is not None else None
         self._plain_recv_into = plain.recv_into if plain is not None else None
         if not connecting and self._handshakes_done():
             self.state = ChannelState.READY
@@ -222,7 +225,7 @@ class KafkaChannel:
         if self.authenticator is not None and not self.authenticator.complete():
             return EVENT_WRITE if self.authenticator.wants_write() else EVENT_READ
         events = 0 if self.is_muted() else EVENT_READ
-        if self._send is not None:
+        if self.send_writer is not None:
             events |= EVENT_WRITE
         return events
 
@@ -271,19 +274,19 @@ class KafkaChannel:
     # --- sends -----------------------------------------------------------------------------------
 
     def has_send(self) -> bool:
-        return self._send is not None
+        return self.send_writer is not None
 
     def set_send(self, send: NetworkSend) -> None:
-        if self._send is not None:
+        if self.send_writer is not None:
             raise IllegalStateError(f"Attempt to begin a send operation with prior send operation still in progress, connection id is {self.id}")
-        self._send = SendWriter(send)
+        self.send_writer = SendWriter(send)
 
     def write_new_send(self, send: NetworkSend) -> NetworkSend | None:
         """:meth:`set_send` and :meth:`write` in one step (the Selector's optimistic write); returns the send once it
         is complete. A send of bytes and bytearray pieces (a request frame; a broker's produce response, one piece)
         goes out in one gathering write of the pieces as they are, with no :class:`SendWriter` (nor a memoryview per
         piece) unless the transport took only part of it; any other send takes the general path."""
-        if self._send is not None:
+        if self.send_writer is not None:
             raise IllegalStateError(f"Attempt to begin a send operation with prior send operation still in progress, connection id is {self.id}")
         pieces = send.buffers
         if type(pieces) is list and 0 < len(pieces) <= MAX_IOV:
@@ -293,7 +296,7 @@ class KafkaChannel:
                     break
             else:
                 if sum(map(len, pieces)) == send.size:  # (as SendWriter checks it, before any byte goes out)
-                    sendmsg = self._plain_sendmsg
+                    sendmsg = self.plain_sendmsg
                     if sendmsg is None:
                         n = self.transport.write_buffers(pieces)
                     else:  # PlaintextTransportLayer.write_buffers, without its frame
@@ -301,24 +304,30 @@ class KafkaChannel:
                             n = sendmsg(pieces)
                         except (BlockingIOError, InterruptedError):
                             n = 0
-                    self.bytes_sent += n
                     if n == send.size:
+                        self.bytes_sent += n
                         send.written = n
                         return send
-                    self._send = SendWriter(send, written=n)
+                    self.resume_send(send, n)
                     return None
-        self._send = SendWriter(send)
+        self.send_writer = SendWriter(send)
         return self.write()
+
+    def resume_send(self, send: NetworkSend, written: int) -> None:
+        """A new ``send`` with no send in progress, of which a gathering write took only the first ``written`` bytes:
+        counted, and the rest left to :meth:`write` (the end of :meth:`write_new_send`'s and of the kernel's send)."""
+        self.bytes_sent += written
+        self.send_writer = SendWriter(send, written=written)
 
     def write(self) -> NetworkSend | None:
         """Write what the socket takes; returns the send once it is complete."""
-        if self._send is None:
+        if self.send_writer is None:
             return None
-        n = self._send.write_to(self.transport)
+        n = self.send_writer.write_to(self.transport)
         self.bytes_sent += n
-        if self._send.completed():
-            done = self._send.send
-            self._send = None
+        if self.send_writer.completed():
+            done = self.send_writer.send
+            self.send_writer = None
             return done
         return None
 

@@ -48,6 +48,7 @@ from pykafka_client.network.transport.channel_builder import (
 from pykafka_client.network.transport.idle_expiry import IdleExpiryManager
 from pykafka_client.network.transport.memory_pool import MemoryPool, PooledFrameReader, ReadAheadFrameReader
 from pykafka_client.network.transport.network_receive import DEFAULT_MAX_RECEIVE_SIZE
+from pykafka_client.network.transport.network_send import MAX_IOV
 from pykafka_client.network.transport.selectable import (
     POLL_COMPLETED_RECEIVES,
     POLL_COMPLETED_SENDS,
@@ -88,10 +89,11 @@ REAUTH_MAX_SHARE = 0.95
 _AUTH_ERRORS = (AuthenticationError, SaslAuthenticationError, UnsupportedSaslMechanismError, IllegalSaslStateError)
 
 
-@dataclass
+@dataclass(slots=True)
 class SelectorMetrics:
     """Selector-wide counters (Java ``SelectorMetrics``); rates and ratios are derived by readers
-    (e.g. io-wait ratio = ``select_time_ns_total`` / elapsed)."""
+    (e.g. io-wait ratio = ``select_time_ns_total`` / elapsed). Slotted: the kernel's send of a request counts into
+    them at cached offsets."""
 
     connection_count: int = 0  # open channels now (a gauge)
     connection_creation_total: int = 0
@@ -166,7 +168,9 @@ class Selector:
         self._memory_muted: dict[str, bool] = {}
         #: channels muted since the last poll, whose registration the next poll brings up to date
         self._interest_stale: set[str] = set()
-        self._pending_completed_sends: list[NetworkSend] = []
+        #: sends completed at send time (the optimistic write), reported by the next poll: appended to by this
+        #: selector's send and the kernel's send of a request (:meth:`compiled_send`), replaced by each poll
+        self.pending_completed_sends: list[NetworkSend] = []
         self._completed_sends: list[NetworkSend] = []
         self._completed_receives: list[NetworkReceive] = []
         self._disconnected: dict[str, DisconnectInfo] = {}
@@ -377,8 +381,8 @@ class Selector:
         """Close now; not reported in ``disconnected()`` (nor are its not-yet-reported completed
         sends). Unknown ids are ignored."""
         self._pending_disconnects.pop(connection_id, None)
-        if self._pending_completed_sends:
-            self._pending_completed_sends = [s for s in self._pending_completed_sends if s.destination != connection_id]
+        if self.pending_completed_sends:
+            self.pending_completed_sends = [s for s in self.pending_completed_sends if s.destination != connection_id]
         channel = self._channels.get(connection_id)
         if channel is not None:
             self._close(channel, None)
@@ -450,21 +454,49 @@ class Selector:
             except IllegalStateError:
                 raise
             except Exception as e:
-                channel.state = ChannelState.FAILED_SEND
-                self._close(channel, None)
-                self._pending_disconnects[send.destination] = DisconnectInfo(ChannelState.FAILED_SEND, e, channel.remote_address)
+                self.fail_send(channel, e)
                 return False
             self.metrics.bytes_sent_total += channel.bytes_sent - before
             if done is not None:
                 self.metrics.requests_sent_total += 1
                 if report_completed:
-                    self._pending_completed_sends.append(done)
+                    self.pending_completed_sends.append(done)
                     return False
                 return True  # the interest is unchanged: nothing left to write
         else:
             channel.set_send(send)
         self._update_interest(channel)
         return False
+
+    def fail_send(self, channel: KafkaChannel, error: Exception) -> None:
+        """The write of a new send on ``channel`` failed with ``error``: the channel is closed and reported by the next
+        poll as FAILED_SEND (the end of :meth:`send` and of the kernel's send of a request)."""
+        channel.state = ChannelState.FAILED_SEND
+        self._close(channel, None)
+        self._pending_disconnects[channel.id] = DisconnectInfo(ChannelState.FAILED_SEND, error, channel.remote_address)
+
+    def continue_send(self, channel: KafkaChannel, send: NetworkSend, written: int) -> None:
+        """A gathering write took only the first ``written`` bytes of the new ``send`` on ``channel`` (which has no send
+        in progress): the rest goes out as the poll finds the socket writable (the kernel's send of a request, as
+        :meth:`send` after a partial write)."""
+        channel.resume_send(send, written)
+        self.metrics.bytes_sent_total += written
+        self._update_interest(channel)
+
+    def compiled_send(self) -> Callable[[object, object, NetworkSend], None] | None:
+        """The kernel's send of a request on this selector (``ChannelSend.send``): ``send(in_flight_requests, request,
+        network_send)`` adds the in-flight request and writes its frame as ``in_flight_requests.add(request)`` then
+        :meth:`send` (undoing the add with ``complete_last_sent`` if that raises) do, with no Python frame on the
+        common path (a ready plaintext channel with no send in progress whose socket takes the whole frame at once).
+        None without the kernel or without optimistic writes."""
+        kernel = _native.kernel
+        if kernel is None or not self._optimistic_writes:
+            return None
+        channel_send = kernel.ChannelSend(
+            self, self._channels, self.metrics, _READY, MAX_IOV, (BlockingIOError, InterruptedError)
+        )
+        send: Callable[[object, object, NetworkSend], None] = channel_send.send
+        return send
 
     #: Queue a send on its channel, which must be ready with no send in progress (the same function as
     #: :meth:`_send`: no call in between; its result is for :meth:`send_completing` only).
@@ -583,7 +615,7 @@ class Selector:
         """True if the next :meth:`poll` has results without waiting (sends completed at send time, pending
         disconnects, bytes buffered in a channel): a driver waiting on :meth:`fileno` must poll at once."""
         return bool(
-            self._pending_completed_sends or self._pending_disconnects or self._memory_muted
+            self.pending_completed_sends or self._pending_disconnects or self._memory_muted
             or any(not self._channels[c].is_muted() for c in self._buffered if c in self._channels)
         )
 
@@ -619,9 +651,9 @@ class Selector:
             raise IllegalStateError("the selector is closed")
         # this poll's results in new containers where the last poll's has entries (an empty one is this poll's as it
         # is: a poll's results are read before the next poll, as Java's Selector clears its lists)
-        if self._pending_completed_sends:
-            self._completed_sends = self._pending_completed_sends
-            self._pending_completed_sends = []
+        if self.pending_completed_sends:
+            self._completed_sends = self.pending_completed_sends
+            self.pending_completed_sends = []
         elif self._completed_sends:
             self._completed_sends = []
         if self._completed_receives:

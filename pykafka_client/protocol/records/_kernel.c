@@ -26,7 +26,8 @@
  *             sender_round (the Sender's steady-state round over the accumulator), sender_send_round (the
  *             Sender's whole round of produce data in one call, over sender_round's and producer_request's);
  *   network:  network (per-request objects, a connection's frames), network_memory_pool, client_in_flight (a
- *             client's in-flight requests, InFlightRequests);
+ *             client's in-flight requests, InFlightRequests), client_channel_send (a client's send of a request on
+ *             its channel, ChannelSend, SendReadiness);
  *   broker:   broker_produce_request, broker_request_times, broker_produce_response, broker_log_index,
  *             broker_log_append (a segment's append state SegmentTail, the producer state's next-batch check),
  *             broker_log_end (a log's end LogEnd: the LEO, the high watermark, a client's common append in one call).
@@ -71,6 +72,7 @@ static PyObject *py_read_varint = NULL;
 #include "kernel/network.c.h"
 #include "kernel/network_memory_pool.c.h"
 #include "kernel/client_in_flight.c.h"
+#include "kernel/client_channel_send.c.h"
 #include "kernel/broker_produce_request.c.h"
 #include "kernel/broker_request_times.c.h"
 #include "kernel/broker_produce_response.c.h"
@@ -230,6 +232,27 @@ PyMODINIT_FUNC PyInit__kernel(void)
     }
     /* broker_log_end.c.h's type */
     if (PyType_Ready(&LogEndType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* client_channel_send.c.h's types */
+    if (PyType_Ready(&ChannelSendType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&ChannelSendType);
+    if (PyModule_AddObject(m, "ChannelSend", (PyObject *)&ChannelSendType) < 0) {
+        Py_DECREF(&ChannelSendType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyType_Ready(&SendReadinessType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&SendReadinessType);
+    if (PyModule_AddObject(m, "SendReadiness", (PyObject *)&SendReadinessType) < 0) {
+        Py_DECREF(&SendReadinessType);
         Py_DECREF(m);
         return NULL;
     }

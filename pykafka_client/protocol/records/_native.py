@@ -272,6 +272,14 @@ class Kernel(Protocol):
     #: in-flight requests (reference: ``network.in_flight_requests.InFlightRequests``; its instances are
     #: ``InFlightRequestsApi``)
     InFlightRequests: Callable[[int, Any], Any]
+    # client_channel_send.c.h
+    #: ``ChannelSend(selector, channels, metrics, ready_state, max_iov, blocking_errors)``: a client's send of a request
+    #: on its channel; its ``send(in_flight_requests, request, network_send)`` is ``in_flight_requests.add(request)``
+    #: then ``selector.send(network_send)`` (reference: ``network.transport.selector.Selector.compiled_send``)
+    ChannelSend: Callable[..., Any]
+    #: ``SendReadiness(node_states, connection_ready, channels, channel_ready)``: its ``can_send(in_flight_requests,
+    #: node_id, now_ms)`` is ``NetworkClient.can_send_request`` in one call
+    SendReadiness: Callable[[Any, Any, Any, Any], Any]
     def index_columns(self, first_width: int, second_width: int, /) -> Any:
         """Reference: ``mini_broker.log.index_columns.IndexColumns(first_width, second_width)``."""
 

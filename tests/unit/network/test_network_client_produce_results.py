@@ -87,7 +87,7 @@ def _summary(r: ClientResponse) -> tuple[object, ...]:
     st.integers(0, 1),
 ), max_size=40))
 def test_the_kernel_types_answers_are_the_references(ops: list[tuple[str, int]]) -> None:
-    """The producer's answers taken by the kernel's InFlightRequests (complete_produce_receives) and the rest by the
+    """The producer's answers taken by the kernel's InFlightRequests (complete_receives, with the producer's compiled decoder) and the rest by the
     reference loop give the callbacks what the reference InFlightRequests with the reference loop gives them, whatever
     the mix of requests, answers (errors, throttling, a wrong correlation id, garbage) and polls."""
     if not _native.native_available():

@@ -15,7 +15,7 @@ from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.metadata_updater import DefaultMetadataUpdater, MetadataRecoveryStrategy
 from pykafka_client.network.node_api_versions import NodeApiVersions
-from pykafka_client.network.request_encoding import encode_request_frame
+from pykafka_client.network.request_encoding import compiled_codecs, encode_request_frame
 from pykafka_client.producer.sender import DrainedProduceRequest
 from pykafka_client.protocol.messages import HeartbeatResponse
 from pykafka_client.protocol.records import _native
@@ -53,6 +53,8 @@ def test_a_produce_request_frame_is_the_reference_frame(kernel: str, monkeypatch
         pytest.skip("the compiled record kernel is not built")
     declining = _Declining(loaded)
     monkeypatch.setattr(_native, "kernel", {"loaded": loaded, "declining": declining, "none": None}[kernel])
+    if kernel == "declining":  # (the producer's request type's compiled encoder, registered with the loaded kernel's)
+        monkeypatch.setitem(compiled_codecs().encoders, DrainedProduceRequest, declining.encode_produce_request)
     h = Harness()
     h.await_ready()
     request = h.client.new_client_request(h.node.id_string, _request(), h.now, True, oldest_allowed_version=3)

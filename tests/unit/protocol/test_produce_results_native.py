@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pykafka_client.network.request_encoding import RESULTS_RESPONSE_TYPES
+from pykafka_client.network.request_encoding import compiled_codecs
 from pykafka_client.producer.sender import DecodedProduceResponse, DrainedProduceRequest
 from pykafka_client.protocol import headers
 from pykafka_client.protocol.api_keys import ApiKey
@@ -126,7 +126,22 @@ def test_only_the_type_set_up_is_made() -> None:
 
 
 def test_the_network_client_uses_it_for_the_senders_requests() -> None:
-    assert RESULTS_RESPONSE_TYPES[DrainedProduceRequest] is DecodedProduceResponse
+    kernel = _native.loaded_kernel()
+    assert kernel is not None
+    previous = _native.use_native(True)
+    try:
+        decode = compiled_codecs().decoders[DrainedProduceRequest]
+        assert compiled_codecs().encoders[DrainedProduceRequest] is kernel.encode_produce_request
+    finally:
+        _native.use_native(previous)
+    payload = frame(R([R.TopicProduceResponse("t", [R.PartitionProduceResponse(0, 0, 42)])]), 9, 1)
+    assert payload is not None
+    assert type(decode(payload, 9, 1)) is DecodedProduceResponse
+    _native.use_native(False)
+    try:
+        assert compiled_codecs().decoders == {} and compiled_codecs().encoders == {}
+    finally:
+        _native.use_native(previous)
 
 
 def test_a_decoded_response_changed_by_its_reader_stays_changed() -> None:

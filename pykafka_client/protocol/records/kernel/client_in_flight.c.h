@@ -8,8 +8,9 @@
  * throttle_time_ms) and the send's written and size; times are Java longs (an int outside 64 bits raises
  * OverflowError where the reference would compute with it). Every method is one step under the GIL; the nodes are
  * kept in a dict in the reference's order (first added, kept while empty, removed by clear_all), so a scan reports
- * them in the same order. Uses slot_access (cached_get, get_int_attr, cached_set) and producer_response
- * (k_decode_produce_results). */
+ * them in the same order. complete_receives takes the receives a request type's decoder (registered by the module
+ * that defines the type, e.g. the producer's) takes, with no knowledge of any type. Uses slot_access (cached_get,
+ * get_int_attr, cached_set). */
 
 #define IFQ_NEVER LLONG_MAX
 #define IFQ_ALWAYS LLONG_MIN
@@ -435,22 +436,24 @@ static PyObject *ifq_nodes_with_timed_out_requests(InFlightObject *self, PyObjec
     return out;
 }
 
-/* complete_produce_receives(receives, responses, now_ms, results_types, new_client_response): the start of
+/* complete_receives(receives, responses, now_ms, decoders, new_client_response): the start of
  * NetworkClient._handle_completed_receives (its reference) in one call, for the receives that answer, in order, the
- * oldest request of their node when that request's body type is in results_types (the producer's produce request)
- * and decode_produce_results decodes the answer (every partition succeeded) with no throttle time: each such request
- * is taken and new_client_response(header, callback, destination, created_time_ms, now_ms, False, False, None, None,
- * body, None) appended to responses. Stops at the first receive that is not such an answer, leaving it and its
- * request as they were: returns its index (the reference goes on from there), None when every receive was taken. */
-static PyObject *ifq_complete_produce_receives(InFlightObject *self, PyObject *const *args, Py_ssize_t nargs)
+ * oldest request of their node when that request's body type has a decoder in decoders (a dict: type -> callable)
+ * that takes the answer (decoder(payload, api_version, correlation_id) is not None) and the body it gives has no
+ * throttle time (getattr(body, "throttle_time_ms", 0) false): each such request is taken and
+ * new_client_response(header, callback, destination, created_time_ms, now_ms, False, False, None, None, body, None)
+ * appended to responses. Stops at the first receive that is not such an answer, leaving it and its request as they
+ * were: returns its index (the reference goes on from there), None when every receive was taken. A decoder must not
+ * change the in-flight requests (RuntimeError if the request it decoded for is no longer the oldest). */
+static PyObject *ifq_complete_receives(InFlightObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 5 || !PyList_Check(args[0]) || !PyList_Check(args[1]) || !PyDict_Check(args[3])) {
         PyErr_SetString(PyExc_TypeError,
-                        "complete_produce_receives(receives: list, responses: list, now_ms, results_types: dict, "
+                        "complete_receives(receives: list, responses: list, now_ms, decoders: dict, "
                         "new_client_response)");
         return NULL;
     }
-    PyObject *receives = args[0], *responses = args[1], *now = args[2], *types = args[3], *make = args[4];
+    PyObject *receives = args[0], *responses = args[1], *now = args[2], *decoders = args[3], *make = args[4];
     Py_ssize_t i;
     for (i = 0; i < PyList_GET_SIZE(receives); i++) {
         PyObject *receive = PyList_GET_ITEM(receives, i);
@@ -468,9 +471,9 @@ static PyObject *ifq_complete_produce_receives(InFlightObject *self, PyObject *c
         PyObject *body = ifq_get(req, IFQ_BODY);
         if (body == NULL)
             return NULL;
-        PyObject *results_type = PyDict_GetItemWithError(types, (PyObject *)Py_TYPE(body));
+        PyObject *decoder = PyDict_GetItemWithError(decoders, (PyObject *)Py_TYPE(body));
         Py_DECREF(body);
-        if (results_type == NULL) {
+        if (decoder == NULL) {
             if (PyErr_Occurred())
                 return NULL;
             break;
@@ -487,27 +490,41 @@ static PyObject *ifq_complete_produce_receives(InFlightObject *self, PyObject *c
             Py_DECREF(header);
             return NULL;
         }
-        PyObject *decode_args[4] = {results_type, payload, PyTuple_GET_ITEM(header, 1), PyTuple_GET_ITEM(header, 3)};
-        PyObject *decoded = k_decode_produce_results(NULL, decode_args, 4);
+        /* (held across the decoder's call: it may run Python code) */
+        Py_INCREF(q);
+        Py_INCREF(req);
+        Py_INCREF(decoder);
+        PyObject *decode_args[3] = {payload, PyTuple_GET_ITEM(header, 1), PyTuple_GET_ITEM(header, 3)};
+        PyObject *decoded = PyObject_Vectorcall(decoder, decode_args, 3, NULL);
+        Py_DECREF(decoder);
         Py_DECREF(payload);
-        if (decoded == NULL) {  /* (as the reference's: the request stays the oldest, the error propagates) */
-            Py_DECREF(header);
-            return NULL;
-        }
         int throttled = 0;
-        if (decoded != Py_None) {
+        if (decoded == NULL)  /* (as the reference's: the request stays the oldest, the error propagates) */
+            throttled = -1;
+        else if (decoded != Py_None) {
             PyObject *t = ifq_get(decoded, IFQ_RESPONSE_THROTTLE);
-            throttled = t == NULL ? -1 : PyObject_IsTrue(t);
+            if (t == NULL && PyErr_ExceptionMatches(PyExc_AttributeError))
+                PyErr_Clear();  /* (getattr(body, "throttle_time_ms", 0): none) */
+            else
+                throttled = t == NULL ? -1 : PyObject_IsTrue(t);
             Py_XDECREF(t);
         }
-        if (decoded == Py_None || throttled != 0) {
-            Py_DECREF(decoded);
+        if (throttled == 0 && decoded != Py_None &&
+            (PyList_GET_SIZE(q) == 0 || PyList_GET_ITEM(q, 0) != req)) {
+            PyErr_SetString(PyExc_RuntimeError, "the in-flight requests changed while a response was decoded");
+            throttled = -1;
+        }
+        Py_DECREF(req);
+        if (decoded == NULL || decoded == Py_None || throttled != 0) {
+            Py_XDECREF(decoded);
             Py_DECREF(header);
+            Py_DECREF(q);
             if (throttled < 0)
                 return NULL;
             break;
         }
         req = ifq_pop_at(q, 0);
+        Py_DECREF(q);
         if (req == NULL) {
             Py_DECREF(decoded);
             Py_DECREF(header);
@@ -589,8 +606,8 @@ static PyMethodDef ifq_methods[] = {
      "increment_throttle_time(node, throttle_time_ms)"},
     {"nodes_with_timed_out_requests", (PyCFunction)ifq_nodes_with_timed_out_requests, METH_O,
      "nodes_with_timed_out_requests(now_ms)"},
-    {"complete_produce_receives", (PyCFunction)(void (*)(void))ifq_complete_produce_receives, METH_FASTCALL,
-     "complete_produce_receives(receives, responses, now_ms, results_types, new_client_response) -> int | None"},
+    {"complete_receives", (PyCFunction)(void (*)(void))ifq_complete_receives, METH_FASTCALL,
+     "complete_receives(receives, responses, now_ms, decoders, new_client_response) -> int | None"},
     {NULL, NULL, 0, NULL},
 };
 
