@@ -1,11 +1,15 @@
-"""Test helpers: a static metadata view for the accumulator; a batch's records with a producer state to encode."""
+"""Test helpers: a static metadata view for the accumulator; a batch's records with a producer state to encode; the
+kernel switched on or off for a block; the partitions of a produce request."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from pykafka_client.protocol.messages.produce_request import ProduceRequest
+from pykafka_client.protocol.records import _native
 from pykafka_client.structs import Node, TopicPartition
 
 
@@ -46,3 +50,18 @@ class EncodableRecords:
     base_sequence: int = -1
     is_transactional: bool = False
     extra: list[Any] = field(default_factory=list)
+
+
+@contextmanager
+def native_switched(enabled: bool) -> Iterator[None]:
+    """The compiled kernel on (``enabled``) or off for the block, as it was after."""
+    previous = _native.use_native(enabled)
+    try:
+        yield
+    finally:
+        _native.use_native(previous)
+
+
+def partitions_of(body: ProduceRequest) -> list[TopicPartition]:
+    """The partitions a produce request's body carries, in its order."""
+    return [TopicPartition(t.name, p.index) for t in body.topic_data for p in t.partition_data]

@@ -8,8 +8,6 @@ flushes and expiries answer the same and leave the same queues, batch state and 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -24,21 +22,13 @@ from pykafka_client.producer.record_accumulator import RecordAccumulator
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import Node, TopicPartition
 from pykafka_client.utils.time import MockTime
+from tests.unit.producer.helpers import native_switched
 
 pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
 
 NODES = (Node(1, "h1", 9091), Node(2, "h2", 9092))
 TOPICS = ("a", "b")
 PARTITIONS = 3
-
-
-@contextmanager
-def _native_switched(enabled: bool) -> Iterator[None]:
-    previous = _native.use_native(enabled)
-    try:
-        yield
-    finally:
-        _native.use_native(previous)
 
 
 def _accumulator(time: MockTime, linger_ms: int, adaptive: bool) -> RecordAccumulator:
@@ -58,7 +48,7 @@ class _Side:
         self.in_flight: list[ProducerBatch] = []
 
     def round(self, fn: Any, *args: Any) -> Any:
-        with _native_switched(self.native):
+        with native_switched(self.native):
             return fn(*args)
 
 

@@ -6,8 +6,6 @@ same outcome of every future. Idempotent and not, one or five requests in flight
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -17,6 +15,7 @@ from hypothesis import strategies as st
 from pykafka_client.protocol.messages import ProduceRequest
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
+from tests.unit.producer.helpers import native_switched, partitions_of
 from tests.unit.producer.sender_harness import TOPIC, Harness, produce_response
 
 pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
@@ -27,19 +26,6 @@ _append = st.tuples(st.just("append"), st.integers(0, 1), st.integers(0, 3000), 
 _respond = st.tuples(st.just("respond"), st.sampled_from([NONE, NONE, NONE, NOT_LEADER_OR_FOLLOWER, MESSAGE_TOO_LARGE,
                                                           DUPLICATE_SEQUENCE_NUMBER]), st.just(0), st.just(0))
 _tick = st.tuples(st.just("tick"), st.integers(1, 300), st.just(0), st.just(0))
-
-
-@contextmanager
-def _native_switched(enabled: bool) -> Iterator[None]:
-    previous = _native.use_native(enabled)
-    try:
-        yield
-    finally:
-        _native.use_native(previous)
-
-
-def _partitions_of(body: ProduceRequest) -> list[TopicPartition]:
-    return [TopicPartition(t.name, p.index) for t in body.topic_data for p in t.partition_data]
 
 
 def _run(ops: list[tuple[str, int, int, int]], idempotent: bool, max_in_flight: int) -> tuple[list[Any], list[Any]]:
@@ -55,7 +41,7 @@ def _run(ops: list[tuple[str, int, int, int]], idempotent: bool, max_in_flight: 
             body = h.client.pending()[0].body
             assert isinstance(body, ProduceRequest)
             parts = {}
-            for tp in _partitions_of(body):
+            for tp in partitions_of(body):
                 parts[tp] = (a, offsets.get(tp, 0) if a == NONE else -1)
                 if a == NONE:
                     offsets[tp] = offsets.get(tp, 0) + 100
@@ -67,7 +53,7 @@ def _run(ops: list[tuple[str, int, int, int]], idempotent: bool, max_in_flight: 
         while h.client.has_in_flight_request():
             body = h.client.pending()[0].body
             assert isinstance(body, ProduceRequest)
-            h.client.respond(produce_response({tp: (NONE, 7) for tp in _partitions_of(body)}))
+            h.client.respond(produce_response({tp: (NONE, 7) for tp in partitions_of(body)}))
             h.run_once()
     requests = [
         [(t.name, p.index, bytes(p.records)) for t in body.topic_data for p in t.partition_data]  # type: ignore[arg-type]
@@ -94,8 +80,8 @@ def _run(ops: list[tuple[str, int, int, int]], idempotent: bool, max_in_flight: 
 def test_compiled_and_reference_senders_send_the_same_requests_and_outcomes(
     ops: list[tuple[str, int, int, int]], idempotent: bool, max_in_flight: int
 ) -> None:
-    with _native_switched(True):
+    with native_switched(True):
         compiled = _run(ops, idempotent, max_in_flight)
-    with _native_switched(False):
+    with native_switched(False):
         reference = _run(ops, idempotent, max_in_flight)
     assert compiled == reference

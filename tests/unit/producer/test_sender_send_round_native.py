@@ -9,8 +9,6 @@ kernel (``PYKAFKA_NO_NATIVE=1``'s path)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any
 
@@ -22,6 +20,7 @@ from pykafka_client.protocol.messages import ProduceRequest
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
 from tests.doubles.responses import metadata_response
+from tests.unit.producer.helpers import native_switched, partitions_of
 from tests.unit.producer.sender_harness import TOPIC, Harness, produce_response
 
 pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
@@ -40,19 +39,6 @@ _op = st.one_of(
     st.tuples(st.just("leaders"), st.integers(0, 2**PARTITIONS - 1), st.integers(0, 2**PARTITIONS - 1), st.just(0)),
     st.tuples(st.just("flush"), st.just(0), st.just(0), st.just(0)),
 )
-
-
-@contextmanager
-def _native_switched(enabled: bool) -> Iterator[None]:
-    previous = _native.use_native(enabled)
-    try:
-        yield
-    finally:
-        _native.use_native(previous)
-
-
-def _partitions_of(body: ProduceRequest) -> list[TopicPartition]:
-    return [TopicPartition(t.name, p.index) for t in body.topic_data for p in t.partition_data]
 
 
 def _outcome(f: Any) -> Any:
@@ -102,7 +88,7 @@ def _run(mode: str, ops: list[tuple[str, int, int, int]], idempotent: bool, max_
             body = h.client.pending()[0].body
             assert isinstance(body, ProduceRequest)
             parts = {}
-            for tp in _partitions_of(body):
+            for tp in partitions_of(body):
                 parts[tp] = (a, offsets.get(tp, 0) if a == NONE else -1)
                 if a == NONE:
                     offsets[tp] = offsets.get(tp, 0) + 100
@@ -151,10 +137,10 @@ def _run(mode: str, ops: list[tuple[str, int, int, int]], idempotent: bool, max_
 def test_the_compiled_round_equals_its_reference(
     ops: list[tuple[str, int, int, int]], idempotent: bool, max_in_flight: int, linger_ms: int
 ) -> None:
-    with _native_switched(True):
+    with native_switched(True):
         compiled = _run("compiled", ops, idempotent, max_in_flight, linger_ms)
         declined = _run("declined", ops, idempotent, max_in_flight, linger_ms)
-    with _native_switched(False):
+    with native_switched(False):
         reference = _run("reference", ops, idempotent, max_in_flight, linger_ms)
     assert compiled == declined
     assert compiled == reference
@@ -173,7 +159,7 @@ def test_the_round_runs_compiled_and_declines_for_a_wrapped_accumulator() -> Non
 
     h.sender.send_producer_data_reference = recorded_reference  # type: ignore[method-assign]  # a spy on the instance
     h.append(TopicPartition(TOPIC, 0), b"x", 3)
-    with _native_switched(True):
+    with native_switched(True):
         h.run_once()
         assert calls == [] and len(h.produce_requests()) == 1
         drain = h.accumulator.drain

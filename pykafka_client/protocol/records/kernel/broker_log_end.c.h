@@ -7,7 +7,7 @@
  * entries (segtail_accepts, segtail_write_one), the LEO, the producer state's completion (pne_add_next, the map end
  * offset), the high watermark's raise, and the LogAppendInfo. It declines (None, nothing done; or the batch's header
  * fields when only the check was done) whenever the reference could do anything else.
- * Uses record_validate (check_batch_view, be_field and the header's places) and broker_log_append (SegmentTail and
+ * Uses record_validate (check_batch_view, be_field, client_batch_tuple and the header's places) and broker_log_append (SegmentTail and
  * the producer-state helpers). */
 
 typedef struct {
@@ -176,21 +176,6 @@ done:
     return rc;
 }
 
-/* the ClientBatch tuple (size, producer id, epoch, base sequence, last offset delta, max timestamp, attributes,
- * records count) of a batch that was checked but not appended */
-static PyObject *logend_header(const long long fields[8])
-{
-    PyObject *out = PyTuple_New(8);
-    for (int i = 0; out != NULL && i < 8; i++) {
-        PyObject *v = PyLong_FromLongLong(fields[i]);
-        if (v == NULL)
-            Py_CLEAR(out);
-        else
-            PyTuple_SET_ITEM(out, i, v);
-    }
-    return out;
-}
-
 #define LOGEND_TRANSACTIONAL 0x10
 #define LOGEND_LEADER_EPOCH_AT 12
 
@@ -330,7 +315,7 @@ static PyObject *logend_append_client(LogEndObject *self, PyObject *const *args,
 checked:
     if (PyErr_Occurred())
         goto error;
-    result = logend_header(fields);
+    result = client_batch_tuple(fields);
     if (result == NULL)
         goto error;
     goto out;

@@ -291,6 +291,21 @@ static PyObject *k_check_batch(PyObject *self, PyObject *const *args, Py_ssize_t
 
 /* ---- broker: a client's one v2 batch checked and its header read in one call ------------------------------------ */
 
+/* the ClientBatch tuple (size, producer id, epoch, base sequence, last offset delta, max timestamp, attributes,
+ * records count) of a checked batch, from those fields (client_batch_header's result; broker_log_end's too) */
+static PyObject *client_batch_tuple(const long long fields[8])
+{
+    PyObject *out = PyTuple_New(8);
+    for (int i = 0; out != NULL && i < 8; i++) {
+        PyObject *v = PyLong_FromLongLong(fields[i]);
+        if (v == NULL)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, i, v);
+    }
+    return out;
+}
+
 PyDoc_STRVAR(client_batch_header_doc,
     "client_batch_header(buf, now, before_max_ms, after_max_ms, require_keys, max_message_bytes, crc32c)\n"
     "    -> tuple[int, int, int, int, int, int, int, int] | None\n\n"
@@ -333,14 +348,7 @@ static PyObject *k_client_batch_header(PyObject *self, PyObject *const *args, Py
                                (int32_t)be_field(h + 53, 4), (int32_t)be_field(h + LAST_OFFSET_DELTA_AT, 4),
                                (long long)(int64_t)be_field(h + 35, 8), (int16_t)be_field(h + ATTRIBUTES_AT, 2),
                                (int32_t)be_field(h + RECORDS_COUNT_AT, 4)};
-        out = PyTuple_New(8);
-        for (int i = 0; out != NULL && i < 8; i++) {
-            PyObject *v = PyLong_FromLongLong(fields[i]);
-            if (v == NULL)
-                Py_CLEAR(out);
-            else
-                PyTuple_SET_ITEM(out, i, v);
-        }
+        out = client_batch_tuple(fields);
     } else {
         out = Py_NewRef(Py_None);
     }
