@@ -7,8 +7,8 @@
  * entries (segtail_accepts, segtail_write_one), the LEO, the producer state's completion (pne_add_next, the map end
  * offset), the high watermark's raise, and the LogAppendInfo. It declines (None, nothing done; or the batch's header
  * fields when only the check was done) whenever the reference could do anything else.
- * Uses record_validate (check_batch_view, be_field, client_batch_tuple and the header's places) and broker_log_append (SegmentTail and
- * the producer-state helpers). */
+ * Uses record_validate (check_batch_view, be_field, client_batch_tuple and the header's places) and
+ * broker_log_append (SegmentTail and the producer-state helpers). */
 
 typedef struct {
     PyObject_HEAD
