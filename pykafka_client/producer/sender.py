@@ -598,7 +598,7 @@ class Sender:
                 poll_timeout = expiry_timeout
             if poll_timeout < 0:
                 poll_timeout = 0
-        for node_id, node_batches in batches.items():  # _send_produce_requests inlined: once per iteration
+        for node_id, node_batches in batches.items():  # one produce request per node with drained batches
             if node_batches:
                 self.send_produce_request(node_id, node_batches, now)
         return poll_timeout

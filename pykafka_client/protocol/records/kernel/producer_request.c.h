@@ -99,7 +99,7 @@ static int no_unknown_tags(PyObject *obj)
 
 #define INLINE_RECORDS_MAX 512
 
-/* ---- producer: a produce request's body straight from the drained batches (Sender._send_produce_request) -------- */
+/* ---- producer: a produce request's body straight from the drained batches (Sender.send_produce_request) -------- */
 
 /* The Sender's request type (a ProduceRequest whose topic_data is built only when read), set by
  * produce_request_setup(); its ``parts`` slot is the [(TopicPartition, records bytes)] drained, or None once
@@ -169,7 +169,7 @@ static inline int int_in(PyObject *v, long long lo, long long hi, long long *out
 
 /* The body of a ProduceRequest at a version 3-11: transactional id, acks, timeout, then ``parts``
  * ([(TopicPartition, records bytes)]) grouped by topic in first-seen order, partitions in their order, as
- * Sender._send_produce_request groups them; large records payloads are their own chunks, as produce_frame.
+ * Sender.send_produce_request groups them; large records payloads are their own chunks, as produce_frame.
  * 1 written, 0 not handled (a value the reference must judge), -1 error. */
 static int produce_request_data(frame_out *o, PyObject *tid, PyObject *acks_o, PyObject *timeout_o, PyObject *parts,
                                 int flexible)
@@ -270,7 +270,7 @@ PyDoc_STRVAR(produce_request_data_doc,
 "produce_request_data(transactional_id, acks, timeout_ms, parts, version) -> bytes or None\n\n"
 "Reference: ProduceRequest(transactional_id, acks, timeout_ms, topic_data).encode(version) where topic_data\n"
 "groups ``parts`` ([(TopicPartition, records bytes)]) by topic in first-seen order, as\n"
-"Sender._send_produce_request does (the body encode_produce_request writes for the Sender's request type).\n"
+"Sender.send_produce_request does (the body encode_produce_request writes for the Sender's request type).\n"
 "None for a version outside 3-11 or a value the reference must judge.");
 
 static PyObject *k_produce_request_data(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -585,7 +585,7 @@ out:
 
 PyDoc_STRVAR(drained_request_doc,
 "drained_request(batches, crc32c, transactional_id, acks, timeout_ms) -> (request, by_tp, records, size) or None\n\n"
-"Sender._send_produce_request_reference's loop over the drained ``batches`` compiled, for uncompressed batches:\n"
+"Sender._drained_request's loop over the drained ``batches`` compiled, for uncompressed batches:\n"
 "each batch's ProducerBatch.records() (its bytes built as encode_batch's kernel path builds them, cached as\n"
 "records() caches them) and mark_sent(); the request is the sender_setup request type (DrainedProduceRequest.of)\n"
 "of the [(topic_partition, bytes)] parts, by_tp {topic_partition: batch}, records and size the sums of the\n"
