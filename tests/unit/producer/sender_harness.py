@@ -18,6 +18,7 @@ from pykafka_client.structs import Node, TopicPartition
 from pykafka_client.utils.time import MockTime
 from tests.doubles.mock_client import MockClient
 from tests.doubles.responses import metadata_response, nodes
+from tests.unit.producer.helpers import partitions_of
 
 TOPIC = "t"
 TP0 = TopicPartition(TOPIC, 0)
@@ -154,6 +155,18 @@ class Harness:
 
     def produce_requests(self) -> list[ProduceRequest]:
         return [r.body for r in self.client.sent if isinstance(r.body, ProduceRequest)]
+
+    def respond_oldest(self, error: int, offsets: dict[TopicPartition, int]) -> None:
+        """Answer the oldest in-flight produce request with ``error`` for each of its partitions: on success (0) at
+        base offset ``offsets[tp]`` (0 at first), then moved 100 on; -1 otherwise."""
+        body = self.client.pending()[0].body
+        assert isinstance(body, ProduceRequest)
+        parts = {}
+        for tp in partitions_of(body):
+            parts[tp] = (error, offsets.get(tp, 0) if error == 0 else -1)
+            if error == 0:
+                offsets[tp] = offsets.get(tp, 0) + 100
+        self.client.respond(produce_response(parts))
 
 
 def init_pid_response(error_code: int = 0, pid: int = PID, epoch: int = 0) -> InitProducerIdResponse:

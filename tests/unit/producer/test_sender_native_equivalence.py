@@ -38,14 +38,7 @@ def _run(ops: list[tuple[str, int, int, int]], idempotent: bool, max_in_flight: 
         elif kind == "tick":
             h.time.sleep(a)
         elif h.client.has_in_flight_request():
-            body = h.client.pending()[0].body
-            assert isinstance(body, ProduceRequest)
-            parts = {}
-            for tp in partitions_of(body):
-                parts[tp] = (a, offsets.get(tp, 0) if a == NONE else -1)
-                if a == NONE:
-                    offsets[tp] = offsets.get(tp, 0) + 100
-            h.client.respond(produce_response(parts))
+            h.respond_oldest(a, offsets)
         h.run_once()
     for _ in range(60):  # answer everything left with success
         h.time.sleep(100)

@@ -16,12 +16,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pykafka_client.protocol.messages import ProduceRequest
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
 from tests.doubles.responses import metadata_response
-from tests.unit.producer.helpers import native_switched, partitions_of
-from tests.unit.producer.sender_harness import TOPIC, Harness, produce_response
+from tests.unit.producer.helpers import native_switched
+from tests.unit.producer.sender_harness import TOPIC, Harness
 
 pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
 
@@ -85,14 +84,7 @@ def _run(mode: str, ops: list[tuple[str, int, int, int]], idempotent: bool, max_
         elif kind == "flush":
             h.accumulator.begin_flush()
         elif h.client.has_in_flight_request():
-            body = h.client.pending()[0].body
-            assert isinstance(body, ProduceRequest)
-            parts = {}
-            for tp in partitions_of(body):
-                parts[tp] = (a, offsets.get(tp, 0) if a == NONE else -1)
-                if a == NONE:
-                    offsets[tp] = offsets.get(tp, 0) + 100
-            h.client.respond(produce_response(parts))
+            h.respond_oldest(a, offsets)
         h.run_once()
         if kind == "flush":
             h.accumulator.end_flush()
