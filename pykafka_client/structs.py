@@ -8,8 +8,9 @@ the same classes. ``TopicPartition`` is a NamedTuple: it hashes and compares equ
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias, TypeVar
 
 from pykafka_client.errors import IllegalArgumentError
 
@@ -22,6 +23,14 @@ class TopicPartition(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+
+_V = TypeVar("_V")
+
+#: A mapping keyed by partition: ``TopicPartition`` keys or the equal ``(topic, partition)`` tuples. A union of
+#: the two because a mapping's key type is invariant: a ``dict[TopicPartition, V]`` is not a
+#: ``Mapping[tuple[str, int], V]`` to a type checker, though it is one at run time.
+PartitionMapping: TypeAlias = Mapping[TopicPartition, _V] | Mapping[tuple[str, int], _V]
 
 
 @dataclass(frozen=True, slots=True)

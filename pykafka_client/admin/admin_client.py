@@ -104,7 +104,7 @@ from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.transport.selectable import Selectable
 from pykafka_client.protocol.acl import ANY_ACL, AclBinding, AclBindingFilter
-from pykafka_client.structs import OffsetAndMetadata, TopicPartition
+from pykafka_client.structs import OffsetAndMetadata, PartitionMapping, TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 
@@ -350,7 +350,7 @@ class AdminClient:
             self._ctx, group_id, partitions, timeout)
 
     def alter_share_group_offsets(
-        self, group_id: str, offsets: Mapping[tuple[str, int], int], timeout: float | None = None
+        self, group_id: str, offsets: PartitionMapping[int], timeout: float | None = None
     ) -> None:
         """Set the share-partition start offsets of ``group_id``, which must have no members (GroupNotEmptyError
         otherwise; a group id no group holds becomes an empty share group, as in Kafka 4.2): their in-flight records
@@ -370,7 +370,7 @@ class AdminClient:
         return api("list_consumer_group_offsets", ListConsumerGroupOffsetsHandler).call(self._ctx, group_id, partitions, timeout)
 
     def alter_consumer_group_offsets(
-        self, group_id: str, offsets: Mapping[tuple[str, int], OffsetAndMetadata | int], timeout: float | None = None
+        self, group_id: str, offsets: PartitionMapping[OffsetAndMetadata | int], timeout: float | None = None
     ) -> None:
         """Commit ``offsets`` for ``group_id`` as an admin (no member, generation -1): the group must have
         no active members, else the broker refuses (UnknownMemberIdError; Kafka's rule)."""
@@ -387,7 +387,7 @@ class AdminClient:
             self._ctx, group_id, partitions, timeout)
 
     def delete_records(
-        self, before_offsets: Mapping[tuple[str, int], int], timeout: float | None = None
+        self, before_offsets: PartitionMapping[int], timeout: float | None = None
     ) -> dict[TopicPartition, int]:
         """Delete the records of each partition below the given offset (-1: the high watermark), asked of
         each partition's leader; returns each partition's new low watermark."""
@@ -405,7 +405,7 @@ class AdminClient:
 
     def list_offsets(
         self,
-        specs: Mapping[tuple[str, int], OffsetSpec],
+        specs: PartitionMapping[OffsetSpec],
         timeout: float | None = None,
         isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
     ) -> dict[TopicPartition, ListOffsetsResultInfo]:

@@ -52,7 +52,7 @@ from pykafka_client.admin.types import (
 from pykafka_client.errors import IllegalStateError
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.protocol.acl import ANY_ACL, AclBinding, AclBindingFilter
-from pykafka_client.structs import OffsetAndMetadata, TopicPartition
+from pykafka_client.structs import OffsetAndMetadata, PartitionMapping, TopicPartition
 
 T = TypeVar("T")
 
@@ -190,7 +190,7 @@ class AsyncAdminClient:
         return await self._run(lambda: self._admin.list_share_group_offsets(group_id, partitions, timeout))
 
     async def alter_share_group_offsets(
-        self, group_id: str, offsets: Mapping[tuple[str, int], int], timeout: float | None = None
+        self, group_id: str, offsets: PartitionMapping[int], timeout: float | None = None
     ) -> None:
         await self._run(lambda: self._admin.alter_share_group_offsets(group_id, offsets, timeout))
 
@@ -204,7 +204,7 @@ class AsyncAdminClient:
         return await self._run(lambda: self._admin.list_consumer_group_offsets(group_id, partitions, timeout))
 
     async def alter_consumer_group_offsets(
-        self, group_id: str, offsets: Mapping[tuple[str, int], OffsetAndMetadata | int], timeout: float | None = None
+        self, group_id: str, offsets: PartitionMapping[OffsetAndMetadata | int], timeout: float | None = None
     ) -> None:
         await self._run(lambda: self._admin.alter_consumer_group_offsets(group_id, offsets, timeout))
 
@@ -214,13 +214,13 @@ class AsyncAdminClient:
         return await self._run(lambda: self._admin.delete_consumer_group_offsets(group_id, partitions, timeout))
 
     async def delete_records(
-        self, before_offsets: Mapping[tuple[str, int], int], timeout: float | None = None
+        self, before_offsets: PartitionMapping[int], timeout: float | None = None
     ) -> dict[TopicPartition, int]:
         return await self._run(lambda: self._admin.delete_records(before_offsets, timeout))
 
     async def list_offsets(
         self,
-        specs: Mapping[tuple[str, int], OffsetSpec],
+        specs: PartitionMapping[OffsetSpec],
         timeout: float | None = None,
         isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
     ) -> dict[TopicPartition, ListOffsetsResultInfo]:

@@ -53,6 +53,16 @@ def on_delivery(metadata: RecordMetadata | None, error: BaseException | None) ->
         print("delivery failed:", error)
 
 
+async def copy_group_offsets(source: str, target: str) -> dict[TopicPartition, int]:
+    """Partition-keyed arguments built ahead as ``dict[TopicPartition, ...]``, as in user_program.py."""
+    async with AsyncAdminClient(BOOTSTRAP) as admin:
+        committed: dict[TopicPartition, OffsetAndMetadata] = await admin.list_consumer_group_offsets(source)
+        await admin.alter_consumer_group_offsets(target, committed)
+        specs: dict[TopicPartition, OffsetSpec] = {tp: OffsetSpec.earliest() for tp in committed}
+        before: dict[TopicPartition, int] = {tp: info.offset for tp, info in (await admin.list_offsets(specs)).items()}
+        return await admin.delete_records(before)
+
+
 async def produce(topic: str) -> RecordMetadata:
     async with AsyncKafkaProducer({**BOOTSTRAP, "acks": "all"}, key_serializer=StringSerializer()) as producer:
         pending: list[DeliveryFuture] = [

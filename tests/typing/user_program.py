@@ -62,6 +62,20 @@ def latest_of_active_partitions(name: str) -> dict[TopicPartition, int]:
         return {tp: info.offset for tp, info in offsets.items() if producers.get(tp)}
 
 
+def copy_group_offsets(source: str, target: str, topic: str) -> dict[TopicPartition, int]:
+    """Mappings built ahead as ``dict[TopicPartition, ...]`` (not literals typed by the call): the admin's
+    partition-keyed arguments take them as well as ``(topic, partition)`` tuple keys."""
+    with AdminClient(BOOTSTRAP) as admin:
+        committed: dict[TopicPartition, OffsetAndMetadata] = admin.list_consumer_group_offsets(source)
+        admin.alter_consumer_group_offsets(target, committed)
+        plain: dict[tuple[str, int], int] = {(topic, 0): 5}
+        admin.alter_consumer_group_offsets(target, plain)
+        specs: dict[TopicPartition, OffsetSpec] = {tp: OffsetSpec.earliest() for tp in committed}
+        earliest = admin.list_offsets(specs)
+        before: dict[TopicPartition, int] = {tp: info.offset for tp, info in earliest.items()}
+        return admin.delete_records(before)
+
+
 def on_delivery(metadata: RecordMetadata | None, error: BaseException | None) -> None:
     if error is not None:
         print("delivery failed:", error)

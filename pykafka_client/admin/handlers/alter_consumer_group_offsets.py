@@ -4,7 +4,6 @@ with no member and generation -1."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pykafka_client.admin.admin_calls import broker_error
@@ -13,7 +12,7 @@ from pykafka_client.admin.api_handler import ApiResult
 from pykafka_client.admin.lookups import GROUP_COORDINATOR
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import OffsetCommitRequest, OffsetCommitResponse
-from pykafka_client.structs import Node, OffsetAndMetadata
+from pykafka_client.structs import Node, OffsetAndMetadata, PartitionMapping
 from pykafka_client.utils.arguments import mapping_argument
 
 
@@ -59,7 +58,7 @@ class AlterConsumerGroupOffsetsHandler:
         return ApiResult(completed={group_id: None})
 
     @staticmethod
-    def call(ctx: AdminContext, group_id: str, offsets: Mapping[tuple[str, int], OffsetAndMetadata | int],
+    def call(ctx: AdminContext, group_id: str, offsets: PartitionMapping[OffsetAndMetadata | int],
              timeout: float | None = None) -> None:
         """Commit ``offsets`` for ``group_id`` as an admin; the group must have no active members."""
         mapping_argument(

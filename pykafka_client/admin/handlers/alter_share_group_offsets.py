@@ -4,7 +4,6 @@ coordinator, new share-partition start offsets; the group must be empty (GroupNo
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pykafka_client.admin.admin_calls import broker_error
@@ -14,7 +13,7 @@ from pykafka_client.admin.handlers.list_share_group_offsets import group_failed
 from pykafka_client.admin.lookups import GROUP_COORDINATOR
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse
-from pykafka_client.structs import Node
+from pykafka_client.structs import Node, PartitionMapping
 from pykafka_client.utils.arguments import mapping_argument
 
 _Request = AlterShareGroupOffsetsRequest
@@ -54,7 +53,7 @@ class AlterShareGroupOffsetsHandler:
         return result
 
     @staticmethod
-    def call(ctx: AdminContext, group_id: str, offsets: Mapping[tuple[str, int], int],
+    def call(ctx: AdminContext, group_id: str, offsets: PartitionMapping[int],
              timeout: float | None = None) -> None:
         """Set the share-partition start offsets of an empty share group (its in-flight records are dropped)."""
         mapping_argument("alter_share_group_offsets", "offsets", offsets,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pykafka_client.admin.admin_calls import broker_error
@@ -11,7 +10,7 @@ from pykafka_client.admin.api_handler import ApiResult
 from pykafka_client.admin.lookups import CurrentLeaders
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DeleteRecordsRequest, DeleteRecordsResponse
-from pykafka_client.structs import Node, TopicPartition
+from pykafka_client.structs import Node, PartitionMapping, TopicPartition
 from pykafka_client.utils.arguments import mapping_argument
 from pykafka_client.utils.time import Timer
 
@@ -21,7 +20,7 @@ class DeleteRecordsHandler:
     """Keys: the partitions; ``before_offsets`` the offset to delete below in each; a partition's error stops
     the call."""
 
-    before_offsets: Mapping[tuple[str, int], int]
+    before_offsets: PartitionMapping[int]
     timer: Timer
     api_key = ApiKey.DELETE_RECORDS
     lookup = CurrentLeaders("leaders to delete records on")
@@ -29,7 +28,7 @@ class DeleteRecordsHandler:
     def build_request(self, version: int, keys: list[tuple[str, int]]) -> DeleteRecordsRequest:
         by_topic: dict[str, list[tuple[int, int]]] = {}
         for tp in keys:
-            by_topic.setdefault(tp[0], []).append((tp[1], self.before_offsets[tp]))
+            by_topic.setdefault(tp[0], []).append((tp[1], self.before_offsets[TopicPartition(tp[0], tp[1])]))
         return DeleteRecordsRequest(
             topics=[
                 DeleteRecordsRequest.DeleteRecordsTopic(
@@ -54,7 +53,7 @@ class DeleteRecordsHandler:
         return result
 
     @staticmethod
-    def call(ctx: AdminContext, before_offsets: Mapping[tuple[str, int], int],
+    def call(ctx: AdminContext, before_offsets: PartitionMapping[int],
              timeout: float | None = None) -> dict[TopicPartition, int]:
         """Delete the records of each partition below the given offset; each partition's new low watermark."""
         mapping_argument(

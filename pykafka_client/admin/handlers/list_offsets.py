@@ -14,7 +14,7 @@ from pykafka_client.errors import UnsupportedVersionError
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
-from pykafka_client.structs import Node, TopicPartition
+from pykafka_client.structs import Node, PartitionMapping, TopicPartition
 from pykafka_client.utils.arguments import mapping_argument
 from pykafka_client.utils.time import Timer
 
@@ -82,7 +82,7 @@ class ListOffsetsHandler:
         return result
 
     @staticmethod
-    def call(ctx: AdminContext, specs: Mapping[tuple[str, int], OffsetSpec], timeout: float | None = None,
+    def call(ctx: AdminContext, specs: PartitionMapping[OffsetSpec], timeout: float | None = None,
              isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
              ) -> dict[TopicPartition, ListOffsetsResultInfo]:
         """Each partition's offset of its spec; raises the first partition's error after all were asked."""
