@@ -7,6 +7,7 @@ Partition keys are plain ``(topic, partition)`` tuples (typed ``tuple[str, int]`
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -41,7 +42,7 @@ class Cluster:
     partitions: Mapping[tuple[str, int], PartitionInfo] = field(default_factory=dict)
     cluster_id: str | None = None
     controller: Node | None = None
-    topic_ids: Mapping[str, object] = field(default_factory=dict)
+    topic_ids: Mapping[str, uuid.UUID] = field(default_factory=dict)
     unauthorized_topics: frozenset[str] = frozenset()
     invalid_topics: frozenset[str] = frozenset()
     internal_topics: frozenset[str] = frozenset()
@@ -79,10 +80,10 @@ class Cluster:
     def partition(self, tp: tuple[str, int]) -> PartitionInfo | None:
         return self.partitions.get((tp[0], tp[1]))
 
-    def topic_id(self, topic: str) -> object | None:
+    def topic_id(self, topic: str) -> uuid.UUID | None:
         return self.topic_ids.get(topic)
 
-    def topic_name(self, topic_id: object) -> str | None:
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
         for name, tid in self.topic_ids.items():
             if tid == topic_id:
                 return name

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import random
 import threading
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
@@ -275,7 +276,7 @@ class Metadata:
         reliable_epochs = response_version >= _RELIABLE_LEADER_EPOCH_MIN_VERSION
         old = self._cluster
         partitions: dict[tuple[str, int], PartitionInfo] = {}
-        topic_ids: dict[str, object] = {}
+        topic_ids: dict[str, uuid.UUID] = {}
         unauthorized: set[str] = set()
         invalid: set[str] = set()
         internal: set[str] = set()

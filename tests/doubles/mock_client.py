@@ -38,7 +38,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pykafka_client.errors import AuthenticationError, DisconnectError, IllegalStateError, UnsupportedVersionError
 from pykafka_client.network.client_request import ClientRequest, RequestBody, RequestCompletionHandler
@@ -486,3 +486,13 @@ class Script:
 
     def requests(self, request_type: type) -> list[Any]:
         return [b for b in self.seen if isinstance(b, request_type)]
+
+
+_B = TypeVar("_B", bound=RequestBody)
+
+
+def body_as(request: ClientRequest, kind: type[_B]) -> _B:
+    """A sent request's body, checked to be a ``kind`` (and typed as one for the test)."""
+    body = request.body
+    assert isinstance(body, kind), f"expected a {kind.__name__}, the request is a {type(body).__name__}"
+    return body

@@ -13,6 +13,7 @@ from pykafka_client.protocol.messages.fetch_request import FetchRequest
 from pykafka_client.protocol.messages.fetch_response import FetchResponse
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
+from tests.doubles.mock_client import body_as
 from tests.unit.consumer.helpers import ConsumerEnv, batch, metadata_with
 
 pytestmark = pytest.mark.timeout(60)
@@ -98,12 +99,12 @@ def test_fetcher_uses_incremental_sessions() -> None:
     subs.seek(TP0, 0)
     subs.seek(TP1, 0)
     f.send_fetches()
-    first: FetchRequest = env.pending()[0].body
+    first = body_as(env.pending()[0], FetchRequest)
     assert (first.session_id, first.session_epoch, sent_parts(first)) == (0, 0, {0: 0, 1: 0})
     env.respond(resp(42, {TP0: batch(0, [b"a", b"b"])}))
     assert [r.offset for r in f.collect_fetch()[TP0]] == [0, 1]
     f.send_fetches()
-    second: FetchRequest = env.pending()[0].body
+    second = body_as(env.pending()[0], FetchRequest)
     # only the partition whose position moved is sent; TP1 stays cached in the session
     assert (second.session_id, second.session_epoch, sent_parts(second)) == (42, 1, {0: 2})
     assert second.forgotten_topics_data == []
@@ -112,7 +113,7 @@ def test_fetcher_uses_incremental_sessions() -> None:
     assert [r.value for r in f.collect_fetch()[TP1]] == [b"x"]
     subs.assign_from_user([TP1])
     f.send_fetches()
-    third: FetchRequest = env.pending()[0].body
+    third = body_as(env.pending()[0], FetchRequest)
     assert third.session_epoch == 2 and sent_parts(third) == {1: 1}
     assert [(t.topic, t.partitions) for t in third.forgotten_topics_data] == [("t", [0])]
 
@@ -126,12 +127,12 @@ def test_fetcher_session_error_and_disconnect_restart_full() -> None:
     f.send_fetches()
     env.respond(resp(0, {}, error=70))  # FETCH_SESSION_ID_NOT_FOUND
     f.send_fetches()
-    body = env.pending()[0].body
+    body = body_as(env.pending()[0], FetchRequest)
     assert (body.session_id, body.session_epoch) == (0, 0)
     env.respond(resp(43, {}))
     f.send_fetches()
-    assert env.pending()[0].body.session_id == 43
+    assert body_as(env.pending()[0], FetchRequest).session_id == 43
     env.disconnect()
     f.send_fetches()
-    body = env.pending()[0].body
+    body = body_as(env.pending()[0], FetchRequest)
     assert (body.session_id, body.session_epoch, sent_parts(body)) == (0, 0, {0: 0})

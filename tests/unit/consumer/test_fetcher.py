@@ -17,6 +17,7 @@ from pykafka_client.protocol.messages.fetch_request import FetchRequest
 from pykafka_client.protocol.messages.fetch_response import FetchResponse
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
+from tests.doubles.mock_client import body_as
 from tests.record_impl import record_impl  # noqa: F401 (the fixture, parametrized native/python)
 from tests.unit.consumer.helpers import ConsumerEnv, batch, control_batch, metadata_with, update_metadata
 
@@ -63,8 +64,8 @@ def test_fetch_request_per_leader_with_limits() -> None:
     f, env, subs = make(leaders={("test", 1): 1}, max_wait_ms=77, min_bytes=3, max_bytes=999, fetch_size=55)
     assign(subs, TP0, TP1, offset=5)
     assert f.send_fetches() == 2
-    by_node = {int(r.destination): r.body for r in env.pending()}
-    req0: FetchRequest = by_node[0]
+    by_node = {int(r.destination): body_as(r, FetchRequest) for r in env.pending()}
+    req0 = by_node[0]
     assert (req0.max_wait_ms, req0.min_bytes, req0.max_bytes, req0.isolation_level) == (77, 3, 999, 0)
     assert [
         (t.topic, p.partition, p.fetch_offset, p.partition_max_bytes) for t in req0.topics for p in t.partitions
@@ -88,7 +89,7 @@ def test_fetch_normal_and_position_advances() -> None:
     assert subs.partition_lag(TP0, False) == 97
     # next fetch goes out from the new position
     f.send_fetches()
-    assert env.pending()[0].body.topics[0].partitions[0].fetch_offset == 3
+    assert body_as(env.pending()[0], FetchRequest).topics[0].partitions[0].fetch_offset == 3
 
 
 def test_max_poll_records_buffers_the_rest() -> None:
@@ -111,7 +112,7 @@ def test_taking_the_last_records_frees_the_partition_for_the_pipelined_fetch() -
     # max.poll.records ended exactly at the end of the data: nothing buffered, the next fetch goes out now
     # (KafkaConsumer.poll sends it before handing the records over), from past the trailing marker
     assert f.send_fetches() == 1
-    assert env.pending()[-1].body.topics[0].partitions[0].fetch_offset == 4
+    assert body_as(env.pending()[-1], FetchRequest).topics[0].partitions[0].fetch_offset == 4
 
 
 def test_records_before_position_in_batch_are_skipped() -> None:
@@ -147,7 +148,7 @@ def test_paused_partition_returns_nothing_and_is_not_fetched() -> None:
     assign(subs, TP0, TP1)
     subs.pause(TP1)
     f.send_fetches()
-    assert [p.partition for t in env.pending()[0].body.topics for p in t.partitions] == [0]
+    assert [p.partition for t in body_as(env.pending()[0], FetchRequest).topics for p in t.partitions] == [0]
     env.respond(response({TP0: (0, batch(0, [b"a"]))}))
     subs.pause(TP0)
     assert f.collect_fetch() == {}
@@ -278,7 +279,7 @@ def test_leader_change_moves_fetch_to_new_leader() -> None:
     f.send_fetches()
     s = env.pending()[0]
     assert int(s.destination) == 1
-    assert s.body.topics[0].partitions[0].current_leader_epoch == 1
+    assert body_as(s, FetchRequest).topics[0].partitions[0].current_leader_epoch == 1
 
 
 def test_topic_authorization_failed_raises() -> None:
@@ -359,7 +360,7 @@ def test_topic_ids_used_from_v13() -> None:
     f, env, subs = make(fetch_version=13)
     assign(subs, TP0)
     f.send_fetches()
-    req = env.pending()[0].body
+    req = body_as(env.pending()[0], FetchRequest)
     tid = req.topics[0].topic_id
     resp = FetchResponse(
         responses=[

@@ -10,7 +10,7 @@ from pykafka_client.protocol.messages.list_offsets_request import ListOffsetsReq
 from pykafka_client.protocol.messages.list_offsets_response import ListOffsetsResponse
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
-from tests.doubles.mock_client import MockClient, Script
+from tests.doubles.mock_client import MockClient, Script, body_as
 from tests.unit.consumer.helpers import ConsumerEnv, metadata_with
 
 pytestmark = pytest.mark.timeout(60)
@@ -52,7 +52,7 @@ def start_reset(of: OffsetFetcher, cnc: ConsumerNetworkClient, subs: Subscriptio
 def test_reset_sends_list_offsets_and_sets_position() -> None:
     of, client, cnc, subs, _ = make()
     start_reset(of, cnc, subs)
-    req: ListOffsetsRequest = client.pending()[0].body
+    req = body_as(client.pending()[0], ListOffsetsRequest)
     assert req.topics[0].partitions[0].timestamp == EARLIEST_TIMESTAMP
     of.reset_positions_if_needed()
     cnc.poll_no_wakeup()
@@ -68,7 +68,7 @@ def test_reset_sends_list_offsets_and_sets_position() -> None:
 def test_latest_strategy_uses_latest_timestamp() -> None:
     of, client, cnc, subs, _ = make(OffsetResetStrategy.LATEST)
     start_reset(of, cnc, subs)
-    assert client.pending()[0].body.topics[0].partitions[0].timestamp == LATEST_TIMESTAMP
+    assert body_as(client.pending()[0], ListOffsetsRequest).topics[0].partitions[0].timestamp == LATEST_TIMESTAMP
 
 
 def test_reset_result_dropped_after_seek() -> None:

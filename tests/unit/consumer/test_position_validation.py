@@ -363,6 +363,7 @@ def test_consumer_poll_raises_log_truncation_after_a_leader_change_and_continues
     c: KafkaConsumer[Any, Any] = KafkaConsumer({"auto.offset.reset": "none"}, time=time, client=cnc, metadata=md)
     tp = TopicPartition("t", 0)
     tid = md.fetch().topic_id("t")
+    assert tid is not None
 
     def fetch_response(base: int, values: list[bytes], epoch: int) -> FetchResponse:
         pd = FetchResponse.PartitionData(partition_index=0, high_watermark=base + len(values),

@@ -10,7 +10,8 @@ from __future__ import annotations
 import functools
 import sys
 import uuid
-from typing import Any
+from collections.abc import Hashable
+from typing import Any, cast
 
 from hypothesis import strategies as st
 
@@ -25,7 +26,7 @@ INT_RANGES = {
     "int64": (-(2**63), 2**63 - 1),
 }
 
-TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=6)
+TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=6)
 UUIDS = st.one_of(st.just(uuid.UUID(int=0)), st.builds(lambda b: uuid.UUID(bytes=b), st.binary(min_size=16, max_size=16)))
 
 
@@ -88,9 +89,15 @@ def unknown_tags(known: set[int]) -> st.SearchStrategy[list[tuple[int, bytes]] |
     return st.one_of(st.none(), pairs.map(lambda d: sorted(d.items()) or None))
 
 
-@functools.cache
 def message_at(cls: type[Message], version: int, depth: int = 0) -> st.SearchStrategy[Message]:
     """Instances of ``cls`` valid to encode at ``version``."""
+    return _message_at(cast(Hashable, cls), version, depth)
+
+
+@functools.cache
+def _message_at(cls: Any, version: int, depth: int) -> st.SearchStrategy[Message]:
+    """``message_at``, one strategy per class, version and depth (a message class is hashable, though to a type
+    checker ``type[Message]`` is not: Message's instances are unhashable)."""
     kwargs: dict[str, st.SearchStrategy[Any]] = {}
     known_tags = {f.tag for f in cls._SCHEMA if f.tag is not None}
     for f in cls._SCHEMA:

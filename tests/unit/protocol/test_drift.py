@@ -222,8 +222,9 @@ def test_api_keys_cover_every_request_spec() -> None:
         assert api_keys.RESPONSES[ak].__name__ == responses[key]["name"]
         assert api_keys.CLIENT_SUPPORTED_VERSIONS[ak] == _vr(d["validVersions"])
         assert api_keys.api_name(key) == d["name"].removesuffix("Request")
-    assert api_keys.ApiKey.PRODUCE == 0 and api_keys.ApiKey.FETCH == 1 and api_keys.ApiKey.LIST_OFFSETS == 2
-    assert api_keys.ApiKey.API_VERSIONS == 18 and api_keys.ApiKey.OFFSET_FOR_LEADER_EPOCH == 23
+    keys = api_keys.ApiKey
+    assert (int(keys.PRODUCE), int(keys.FETCH), int(keys.LIST_OFFSETS)) == (0, 1, 2)
+    assert (int(keys.API_VERSIONS), int(keys.OFFSET_FOR_LEADER_EPOCH)) == (18, 23)
     assert api_keys.api_name(12345) == "Unknown(12345)"
     for ak, (lo, hi) in api_keys.STABLE_VERSIONS.items():
         spec_lo, spec_hi = api_keys.CLIENT_SUPPORTED_VERSIONS[ak]

@@ -33,6 +33,7 @@ from pykafka_client.protocol.messages import (
     ProduceRequest,
 )
 from pykafka_client.protocol.types import Chunk
+from tests.doubles.frames import chunk_bytes
 
 
 def join(pieces: list[Chunk]) -> bytes:
@@ -199,7 +200,7 @@ def test_file_region_is_its_own_piece() -> None:
     pieces = encode_response(body, ApiKey.FETCH, 11, 3)
     assert pieces.count(region) == 1
     total = sum(len(p) for p in pieces)
-    assert struct.unpack(">i", bytes(pieces[0])[:4])[0] == total - 4
+    assert struct.unpack(">i", chunk_bytes(pieces[0])[:4])[0] == total - 4
     with pytest.raises(Exception, match="FileRegion"):
         body.encode(11)
 

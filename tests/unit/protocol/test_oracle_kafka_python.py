@@ -82,7 +82,7 @@ def project(obj: Message, kp_struct: Any, v: int) -> None:
     """Reset (in place) fields kafka-python's spec does not have at v; drop unknown tagged fields."""
     cls = type(obj)
     if hasattr(obj, "unknown_tagged_fields"):
-        obj.unknown_tagged_fields = None  # type: ignore[attr-defined]  # only flexible versions' classes have the field; Message does not declare it
+        obj.unknown_tagged_fields = None
     for f in cls._SCHEMA:
         if not in_range(v, f.versions):
             continue

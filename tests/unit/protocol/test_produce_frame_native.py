@@ -16,6 +16,7 @@ from pykafka_client.network.request_encoding import encode_request_frame
 from pykafka_client.protocol import headers
 from pykafka_client.protocol.messages import ProduceRequest
 from pykafka_client.protocol.records import _native
+from tests.doubles.frames import chunk_bytes
 
 pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
 
@@ -39,7 +40,7 @@ def outcome(body: ProduceRequest, version: int, correlation_id: int, client_id: 
         chunks = encode_request_frame(body, version, correlation_id, client_id)
     except Exception as e:
         return "error", (type(e), str(e))
-    return "ok", [bytes(c) for c in chunks]
+    return "ok", [chunk_bytes(c) for c in chunks]
 
 
 def both(body: ProduceRequest, version: int, correlation_id: int, client_id: str | None) -> tuple[str, Any]:
@@ -73,7 +74,7 @@ def test_the_kernel_encodes_the_common_request_itself() -> None:
         chunks = kernel.encode_produce_request(body, version, 5, "client")
         assert chunks is not None
         assert any(c is payload for c in chunks)
-        assert [bytes(c) for c in chunks] == [bytes(c) for c in headers.encode_request(body, version, 5, "client")]
+        assert [chunk_bytes(c) for c in chunks] == [chunk_bytes(c) for c in headers.encode_request(body, version, 5, "client")]
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from pykafka_client.protocol import headers
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ProduceResponse
 from pykafka_client.protocol.records import _native
+from tests.doubles.frames import frame_bytes
 
 pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
 
@@ -46,7 +47,7 @@ def frame(resp: ProduceResponse, version: int, correlation_id: int) -> bytes | N
         chunks = headers.encode_response(resp, ApiKey.PRODUCE, version, correlation_id)
     except Exception:
         return None  # a field this version cannot carry
-    return b"".join(bytes(c) for c in chunks)[4:]
+    return frame_bytes(chunks)[4:]
 
 
 def outcome(payload: bytes, version: int, correlation_id: int) -> tuple[str, Any]:

@@ -4,6 +4,7 @@ and identical errors (type and message)."""
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -78,8 +79,12 @@ def test_encode_and_decode_agree(codec: CompressionType, recs: list[tuple[int, A
         both(lambda: check_records(DefaultRecordBatch(raw)))
         both(lambda: checked_batch(raw, True, 2**40, 2**39, 1000, True))
         both(lambda: checked_batch(raw, False, 0, LONG_MAX, LONG_MAX, False))
+
+        def records_from(position: int) -> Any:
+            return consumer_records_of(DefaultRecordBatch(raw), position)
+
         for position in (-1, 0, 3):
-            both(lambda position=position: consumer_records_of(DefaultRecordBatch(raw), position))
+            both(functools.partial(records_from, position))
 
 
 @pytest.mark.parametrize("bulk", [True, False])
@@ -197,7 +202,7 @@ def test_consumer_records_need_a_slotted_class() -> None:
         pass
 
     with pytest.raises(TypeError):
-        kernel.decode_consumer_records(_section([0]), 1, 0, 0, None, 0, NotSlotted, "t", 0,  # type: ignore[arg-type]
+        kernel.decode_consumer_records(_section([0]), 1, 0, 0, None, 0, NotSlotted, "t", 0,
                                        TimestampType.CREATE_TIME, None)
 
 
@@ -231,8 +236,8 @@ def test_every_one_and_two_byte_varint_agrees(max_bytes: int, tail: bytes) -> No
     encodings = [bytes((b0,)) for b0 in range(0x80)] + [bytes((b0, b1)) for b0 in range(0x80, 0x100) for b1 in range(0x100)]
     for enc in encodings:
         for data in (enc + tail, enc[:1] + tail if len(enc) == 2 else enc):
-            assert outcome(lambda d=data: kernel.read_varint(d, 0, max_bytes)) == outcome(
-                lambda d=data: read_varint(d, 0, max_bytes)), data
+            assert outcome(functools.partial(kernel.read_varint, data, 0, max_bytes)) == outcome(
+                functools.partial(read_varint, data, 0, max_bytes)), data
 
 
 def test_overlong_ten_byte_varint_is_left_to_the_reference() -> None:

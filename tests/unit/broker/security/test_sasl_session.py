@@ -17,7 +17,9 @@ from pykafka_client.network.transport.sasl.plain import PlainServer, mapping_ver
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.headers import decode_response, encode_request
 from pykafka_client.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+from pykafka_client.protocol.types.primitives import Chunk
 from pykafka_client.utils.time import MockTime
+from tests.doubles.frames import frame_bytes
 
 USERS = {"alice": "pw", "bob": "pw2"}
 
@@ -54,8 +56,8 @@ class MemoryTransport:
         return out
 
 
-def send(transport: MemoryTransport, chunks: list[object]) -> None:
-    transport.inbound += b"".join(bytes(c) for c in chunks)  # type: ignore[call-overload]
+def send(transport: MemoryTransport, chunks: list[Chunk]) -> None:
+    transport.inbound += frame_bytes(chunks)
 
 
 def session(time: MockTime, **kw: object) -> SaslServerSession:
@@ -96,7 +98,7 @@ def test_session_lifetime_expiry_and_reauthentication() -> None:
     time.sleep(999)
     assert not s.session_expired(time.nanoseconds())
     # KIP-368: a handshake on the authenticated connection, then a new exchange: the lifetime starts again
-    s.begin_reauthentication(bytes(b"".join(bytes(c) for c in wire.handshake_request("PLAIN", 10, "t"))[4:]))  # type: ignore[call-overload]
+    s.begin_reauthentication(frame_bytes(wire.handshake_request("PLAIN", 10, "t"))[4:])
     assert not s.complete()
     s.authenticate(t)  # type: ignore[arg-type]
     assert wire.decode_handshake_response(memoryview(t.frames()[0]), 10).error_code == 0
@@ -121,7 +123,7 @@ def test_no_lifetime_without_max_reauth() -> None:
 def test_reauthentication_must_keep_the_principal() -> None:
     s, t = session(MockTime()), MemoryTransport()
     plain_exchange(s, t, "alice", "pw")
-    s.begin_reauthentication(b"".join(bytes(c) for c in wire.handshake_request("PLAIN", 10, "t"))[4:])  # type: ignore[call-overload]
+    s.begin_reauthentication(frame_bytes(wire.handshake_request("PLAIN", 10, "t"))[4:])
     s.authenticate(t)  # type: ignore[arg-type]
     t.frames()
     send(t, wire.authenticate_request(b"\0bob\0pw2", 11, "t"))

@@ -17,7 +17,8 @@ SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
 
 def test_store_replicates_through_the_controller_image(tmp_path: Path) -> None:
     time = MockTime()
-    state = ControllerState("c1", time, 10_000, persist=(saved := []).append)
+    saved: list[dict[str, Any]] = []
+    state = ControllerState("c1", time, 10_000, persist=saved.append)
     store = ScramCredentialStore(str(tmp_path))
     sent: list[tuple[list[dict[str, Any]], list[dict[str, str]]]] = []
 
