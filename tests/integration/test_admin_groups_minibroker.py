@@ -32,7 +32,7 @@ def test_consumer_group_lifecycle_through_the_admin_client() -> None:
         with KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=0) as producer:
             for i in range(10):
                 producer.send(topic, b"v%d" % i, partition=i % 2).result(timeout=30)
-        consumer: KafkaConsumer[bytes, bytes] = KafkaConsumer(
+        consumer: KafkaConsumer[bytes | None, bytes | None] = KafkaConsumer(
             bootstrap_servers=broker.bootstrap_servers, group_id=group, auto_offset_reset="earliest",
             enable_auto_commit=False,
         )

@@ -30,7 +30,7 @@ def test_describe_log_dirs_shows_each_partition_with_its_size() -> None:
         assert set(dirs) == {os.path.abspath(broker.data_dir)}
         desc = dirs[os.path.abspath(broker.data_dir)]
         assert desc.error is None
-        p0, p1 = desc.replica_infos[(topic, 0)], desc.replica_infos[(topic, 1)]
+        p0, p1 = desc.replica_infos[TopicPartition(topic, 0)], desc.replica_infos[TopicPartition(topic, 1)]
         assert all(type(tp) is TopicPartition for tp in desc.replica_infos)  # as typed, equal to the tuples
         assert p0.size >= 5 * 100 and p1.size == 0
         assert p0.offset_lag == 0 and not p0.is_future

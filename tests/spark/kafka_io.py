@@ -24,6 +24,15 @@ class ReadRecord:
     timestamp: int
 
 
+def values_of(records: list[ReadRecord]) -> list[bytes]:
+    """The records' values, each checked to be set (these tests write no null values)."""
+    out: list[bytes] = []
+    for r in records:
+        assert r.value is not None, f"a null value at offset {r.offset}"
+        out.append(r.value)
+    return out
+
+
 def read_topic(bootstrap: str, topic: str, partitions: int, isolation: str = "read_uncommitted",
                timeout: float = 60.0) -> list[ReadRecord]:
     """Every record visible under ``isolation``, partition by partition, up to the end offsets (under

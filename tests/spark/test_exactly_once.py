@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from mini_broker.broker import MiniBroker
-from tests.spark.kafka_io import create_topic, read_topic
+from tests.spark.kafka_io import create_topic, read_topic, values_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,7 +56,7 @@ def test_task_killed_mid_write_is_seen_exactly_once(spark: SparkSession, spark_b
 
     assert _run_eos_query(spark, bootstrap, tmp_path / "in", topic, tmp_path / "cp", **fault) is None  # restart
     committed = read_topic(bootstrap, topic, 2, "read_committed")
-    assert sorted(r.value for r in committed) == [v.encode() for v in values]
+    assert sorted(values_of(committed)) == [v.encode() for v in values]
     assert len(read_topic(bootstrap, topic, 2)) > len(values)  # the aborted copies are still in the log
 
 
@@ -80,7 +80,7 @@ def test_batch_replayed_after_driver_restart_is_not_written_twice(
 
     assert len(read_topic(bootstrap, topic, 2)) == 2 * len(values)  # the replay was written, then aborted
     committed = read_topic(bootstrap, topic, 2, "read_committed")
-    assert sorted(r.value for r in committed) == sorted(v.encode() for v in values)
+    assert sorted(values_of(committed)) == sorted(v.encode() for v in values)
 
 
 def test_commit_left_half_done_is_completed_on_recovery(spark_broker: MiniBroker, tmp_path: Path) -> None:

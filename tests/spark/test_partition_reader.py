@@ -5,7 +5,6 @@ with aborts under read_committed, headers and timestamps."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -30,7 +29,7 @@ def txn_topic(spark_broker: MiniBroker) -> Iterator[tuple[str, dict[int, tuple[b
     create_topic(spark_broker, topic, 1)
     written: dict[int, tuple[bytes, bool]] = {}
 
-    def send(producer: KafkaProducer[Any, Any], lo: int, hi: int, aborted: bool) -> None:
+    def send(producer: KafkaProducer, lo: int, hi: int, aborted: bool) -> None:
         futures = [(i, producer.send(topic, b"v%d" % i, key=b"k%d" % i, partition=0, timestamp=1_000 + i,
                                      headers=[("n", b"%d" % i)] if i % 2 else None)) for i in range(lo, hi)]
         producer.flush()

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pykafka_client import TopicPartition
 from pykafka_client.admin import AdminClient
 from tests.spark.read_helpers import create_topic, expected, fresh_topic, numbered, produce, rows
 
@@ -33,7 +34,7 @@ def error_of(action: Callable[[], object]) -> str:
 def test_rows_match_the_produced_records(spark: SparkSession, spark_broker: MiniBroker) -> None:
     topic = fresh_topic()
     create_topic(spark_broker, topic, 3)
-    records = [
+    records: list[dict[str, Any]] = [
         {"topic": topic, "partition": 0, "key": b"a", "value": b"1", "timestamp": 1_600_000_000_123,
          "headers": [("h1", b"x"), ("h2", None), ("h1", b"again")]},
         {"topic": topic, "partition": 0, "key": None, "value": b"no key", "timestamp": 1_600_000_000_124},
@@ -151,7 +152,7 @@ def _latest(broker: MiniBroker, topic: str) -> int:
     from pykafka_client.admin.types import OffsetSpec
 
     with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
-        return admin.list_offsets({(topic, 0): OffsetSpec.latest()})[(topic, 0)].offset
+        return admin.list_offsets({(topic, 0): OffsetSpec.latest()})[TopicPartition(topic, 0)].offset
 
 
 def test_deleted_records_and_fail_on_data_loss(spark: SparkSession, spark_broker: MiniBroker) -> None:

@@ -19,7 +19,7 @@ from tests.spark.read_helpers import Produced, create_topic, expected, fresh_top
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.streaming.query import StreamingQuery
 
     from mini_broker.broker import MiniBroker
 
@@ -91,7 +91,9 @@ def test_available_now_rate_limited_then_restart_reads_only_new_records(
     assert sink.rows == expected(first)
     assert len([b for b in sink.batches if b]) == 3  # 25 records, at most 10 per trigger
     assert max(len(b) for b in sink.batches) <= 10
-    assert json.loads(query.lastProgress["sources"][0]["latestOffset"]) == {a: {"0": 13, "1": 12}}
+    progress = query.lastProgress
+    assert progress is not None
+    assert json.loads(progress["sources"][0]["latestOffset"]) == {a: {"0": 13, "1": 12}}
     # meanwhile: more records, a new partition, a new topic matching the pattern
     with AdminClient(bootstrap_servers=spark_broker.bootstrap_servers) as admin:
         admin.create_partitions({a: NewPartitions(3)})

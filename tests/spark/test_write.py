@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from mini_broker.broker import MiniBroker
-from tests.spark.kafka_io import create_topic, read_topic
+from tests.spark.kafka_io import create_topic, read_topic, values_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -122,7 +122,7 @@ def test_streaming_write_at_least_once(spark: SparkSession, spark_broker: MiniBr
     query.awaitTermination(120)
     assert query.exception() is None
     got = read_topic(spark_broker.bootstrap_servers, topic, 2)
-    assert sorted(r.value for r in got) == sorted(f"line-{i}".encode() for i in range(50))
+    assert sorted(values_of(got)) == sorted(f"line-{i}".encode() for i in range(50))
 
 
 def test_streaming_start_rejects_missing_value(spark: SparkSession, spark_broker: MiniBroker, tmp_path: Path) -> None:

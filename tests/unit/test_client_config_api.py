@@ -38,8 +38,8 @@ def admin() -> Iterator[AdminClient]:
 
 
 @pytest.fixture
-def consumer() -> Iterator[KafkaConsumer[bytes, bytes]]:
-    c: KafkaConsumer[bytes, bytes] = KafkaConsumer(bootstrap_servers=NOWHERE, group_id="g")
+def consumer() -> Iterator[KafkaConsumer[bytes | None, bytes | None]]:
+    c: KafkaConsumer[bytes | None, bytes | None] = KafkaConsumer(bootstrap_servers=NOWHERE, group_id="g")
     try:
         yield c
     finally:
@@ -76,7 +76,7 @@ def test_acks_default_and_idempotence_rules_still_apply() -> None:
 
 
 def test_all_three_clients_take_snake_case_keyword_arguments(
-    producer: KafkaProducer, admin: AdminClient, consumer: KafkaConsumer[bytes, bytes]
+    producer: KafkaProducer, admin: AdminClient, consumer: KafkaConsumer[bytes | None, bytes | None]
 ) -> None:
     assert producer.config["bootstrap.servers"] == [NOWHERE]
     assert producer.config["max.block.ms"] == 0
@@ -220,7 +220,7 @@ def test_admin_topic_name_lists(admin: AdminClient) -> None:
         admin.list_offsets([TopicPartition("t", 0)])  # type: ignore[arg-type]
 
 
-def test_consumer_subscribe_and_assign_say_what_they_take(consumer: KafkaConsumer[bytes, bytes]) -> None:
+def test_consumer_subscribe_and_assign_say_what_they_take(consumer: KafkaConsumer[bytes | None, bytes | None]) -> None:
     with pytest.raises(TypeError, match=r"subscribe\(\) expects topics as a list of topic names.*got str 'topic'"):
         consumer.subscribe("topic")
     with pytest.raises(TypeError, match="an element is int 1"):

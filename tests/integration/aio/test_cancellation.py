@@ -114,7 +114,8 @@ async def test_cancelled_poll_leaves_the_consumer_usable_and_loses_no_record(bro
                 await consumer.committed([tp])
             await consumer.commit()
             committed = await consumer.committed([tp])
-            assert committed[tp] is not None and committed[tp].offset == 20
+            offset = committed[tp]
+            assert offset is not None and offset.offset == 20
             assert await consumer.position(tp) == 20
 
 

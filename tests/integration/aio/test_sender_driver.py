@@ -4,7 +4,8 @@ the loop's thread, and the hand-over to a thread when the loop ends with the pro
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -14,6 +15,9 @@ from pykafka_client.aio import AsyncKafkaProducer
 from pykafka_client.aio.producer import DeliveryFuture
 from pykafka_client.producer.record_metadata import RecordMetadata
 from tests.integration.aio.conftest import topic_name
+
+if TYPE_CHECKING:
+    from _typeshed import HasFileno
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -110,18 +114,19 @@ def test_under_asyncio_the_descriptor_is_registered_once_per_run_and_removed_at_
         selector = producer.sync_producer.sender.pollable_selector
         assert selector is not None
         fd = selector.fileno()
+        assert fd is not None
         add_reader, remove_reader = loop.add_reader, loop.remove_reader
 
-        def counting_add(fileobj: Any, callback: Any, *args: Any) -> None:
+        def counting_add(fileobj: int | HasFileno, callback: Callable[..., object], *args: Any) -> None:
             counts["add"] += fileobj == fd
             add_reader(fileobj, callback, *args)
 
-        def counting_remove(fileobj: Any) -> bool:
+        def counting_remove(fileobj: int | HasFileno) -> bool:
             counts["remove"] += fileobj == fd
             return remove_reader(fileobj)
 
-        loop.add_reader = counting_add  # type: ignore[method-assign]
-        loop.remove_reader = counting_remove  # type: ignore[method-assign]
+        loop.add_reader = counting_add  # type: ignore[method-assign, assignment]  # a counting wrapper on the running loop
+        loop.remove_reader = counting_remove  # type: ignore[method-assign, assignment]  # a counting wrapper on the running loop
         offsets: list[int] = []
         async with producer:
             for round_ in range(5):  # each round: the driver waits for linger.ms, then for the response

@@ -7,7 +7,7 @@ import anyio
 import pytest
 
 from mini_broker.broker import MiniBroker
-from pykafka_client import OffsetAndMetadata, TopicPartition
+from pykafka_client import ConsumerRecord, OffsetAndMetadata, TopicPartition
 from pykafka_client.aio import AsyncKafkaConsumer, AsyncKafkaProducer
 from pykafka_client.errors import IllegalStateError
 from tests.integration.aio.conftest import consumer_config, topic_name
@@ -40,7 +40,7 @@ async def test_commit_abort_and_offsets_in_a_transaction(broker: MiniBroker) -> 
     ) as consumer:
         await producer.init_transactions()
         await consumer.subscribe([src])
-        records = []
+        records: list[ConsumerRecord[bytes | None, bytes | None]] = []
         with anyio.fail_after(30):
             while len(records) < 5:
                 records.extend(await consumer.poll(0.5))

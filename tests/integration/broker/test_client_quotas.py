@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -115,7 +116,7 @@ def test_acks_zero_produce_over_quota_mutes_the_channel(broker: MiniBroker, admi
 
 
 def log_end_offset(admin: AdminClient, topic: str) -> int:
-    return admin.list_offsets({(topic, 0): OffsetSpec.latest()}, timeout=10)[(topic, 0)].offset
+    return admin.list_offsets({(topic, 0): OffsetSpec.latest()}, timeout=10)[TopicPartition(topic, 0)].offset
 
 
 @pytest.mark.slow
@@ -196,7 +197,7 @@ def test_confluent_kafka_sees_throttle_time(broker: MiniBroker, admin: AdminClie
     set_quota(admin, {CLIENT: "ck-consumer"}, consumer_byte_rate=200_000)
     throttles: list[int] = []
 
-    def on_throttle(event: object) -> None:
+    def on_throttle(event: Any) -> None:  # confluent-kafka's ThrottleEvent
         throttles.append(int(event.throttle_time * 1000))
 
     p = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "client.id": "ck-producer",
@@ -241,8 +242,8 @@ def test_request_percentage_is_seen_by_our_client_and_by_confluent_kafka(
 
     throttles: list[int] = []
 
-    def on_throttle(event: object) -> None:
-        throttles.append(int(event.throttle_time * 1000))  # type: ignore[attr-defined]
+    def on_throttle(event: Any) -> None:  # confluent-kafka's ThrottleEvent
+        throttles.append(int(event.throttle_time * 1000))
 
     p = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "client.id": "rp-ck",
                      "throttle_cb": on_throttle, "linger.ms": 0})

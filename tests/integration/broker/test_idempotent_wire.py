@@ -87,7 +87,7 @@ def test_errors_duplicates_and_init_producer_id(tmp_path: Path) -> None:
 
 
 def test_state_survives_kill9_via_replay(tmp_path: Path) -> None:
-    from tests.integration.broker.test_durability import BrokerProcess, create_topic
+    from tests.integration.broker.broker_process import BrokerProcess, create_topic
 
     data_dir = tmp_path / "data"
     proc = BrokerProcess(data_dir)

@@ -211,7 +211,7 @@ def _cleaned_files(data_dir: Path) -> list[str]:
 def test_kill9_during_a_clean_loses_nothing(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     # a slow cleaner (throttled I/O), so that the kill lands while a .cleaned segment is being written
-    overrides = {"log.cleaner.io.max.bytes.per.second": 200_000, "log.cleaner.backoff.ms": 50}
+    overrides: dict[str, object] = {"log.cleaner.io.max.bytes.per.second": 200_000, "log.cleaner.backoff.ms": 50}
     broker = BrokerProcess(data_dir, overrides=overrides)
     try:
         create_compacted_topic(broker.bootstrap)

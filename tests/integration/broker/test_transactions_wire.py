@@ -159,7 +159,7 @@ def test_read_committed_lso_aborted_transactions_and_markers(broker: MiniBroker)
             ("t", 0): 0, ("nope", 0): 3}
 
     # our read_committed consumer: the aborted records and the markers are skipped
-    consumer: KafkaConsumer[bytes, bytes] = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers,
+    consumer: KafkaConsumer[bytes | None, bytes | None] = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers,
                                                           isolation_level="read_committed",
                                                           auto_offset_reset="earliest")
     try:
@@ -230,7 +230,7 @@ def test_txn_offset_commit_pending_until_marker_and_describe_producers(broker: M
     with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
         described = admin.describe_producers([("t", 0)])  # a plain tuple is accepted; the result key is TopicPartition
         assert [type(tp) for tp in described] == [TopicPartition]
-        states = described[("t", 0)]
+        states = described[TopicPartition("t", 0)]
         assert [(s.producer_id, s.producer_epoch, s.last_sequence, s.current_transaction_start_offset)
                 for s in states] == [(A, 0, 1, 0)]
         assert states[0].coordinator_epoch is None and states[0].last_timestamp == NOW_MS

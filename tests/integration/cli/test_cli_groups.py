@@ -92,7 +92,7 @@ def test_reset_offsets_dry_run_changes_nothing_and_execute_changes_exactly_the_p
 def active_member(broker: MiniBroker, topic: str) -> Iterator[str]:
     """A group with one member (this process) that holds both partitions; yields the group id."""
     group = f"active-{topic}"
-    consumer: KafkaConsumer[bytes, bytes] = KafkaConsumer(
+    consumer: KafkaConsumer[bytes | None, bytes | None] = KafkaConsumer(
         bootstrap_servers=broker.bootstrap_servers, group_id=group, auto_offset_reset="earliest"
     )
     try:

@@ -71,12 +71,14 @@ def read_back(bootstrap: str, topic: str, partitions: int, expected: int, timeou
         n = 0
         while n < expected and time.monotonic() < deadline:
             for r in c.poll(0.5):
+                assert r.value is not None, "the cluster tests write no null values"
                 out[r.partition].append(r.value)
                 n += 1
         # a little more: anything beyond ``expected`` is a duplicate the test must see
         end = time.monotonic() + 1.0
         while time.monotonic() < end:
             for r in c.poll(0.2):
+                assert r.value is not None, "the cluster tests write no null values"
                 out[r.partition].append(r.value)
     return out
 

@@ -49,7 +49,7 @@ def test_every_replica_is_compacted_by_its_own_broker(tmp_path: Path) -> None:
         # loaded box) and was cleaned before the next roll: that one-marker segment alone stays below
         # min.cleanable.dirty.ratio, in Kafka too
         for data_dir in data_dirs:
-            wait_until(lambda d=data_dir: _cleaned_to(d) > max(aborted),  # type: ignore[misc]
+            wait_until(lambda d=data_dir: _cleaned_to(d) > max(aborted),
                        f"the broker of {data_dir} has compacted its replica")
         expected = sorted((offset, key, value) for key, (offset, value) in latest.items())
         for isolation in ("read_uncommitted", "read_committed"):
@@ -102,5 +102,5 @@ def test_consumer_offsets_stay_bounded_under_many_commits(tmp_path: Path) -> Non
         data_dirs = [b.data_dir for b in cluster.brokers.values()]
         # 3000 commits are ~300 KB of records; compacted, a few segments of 16 KiB at most
         for data_dir in data_dirs:
-            wait_until(lambda d=data_dir: 0 < _offsets_topic_bytes(d) < 4 * 16384,  # type: ignore[misc]
+            wait_until(lambda d=data_dir: 0 < _offsets_topic_bytes(d) < 4 * 16384,
                        f"__consumer_offsets in {data_dir} is compacted")

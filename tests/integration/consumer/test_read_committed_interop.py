@@ -31,7 +31,7 @@ def wait_until(condition: Callable[[], bool], what: str) -> None:
 
 
 def consume(bootstrap: str, isolation: str, end: int) -> list[bytes]:
-    consumer: KafkaConsumer[bytes, bytes] = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
+    consumer: KafkaConsumer[bytes | None, bytes | None] = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
                                                           auto_offset_reset="earliest")
     try:
         consumer.assign([TP])

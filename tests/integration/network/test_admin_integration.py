@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pykafka_client import AdminClient
+from pykafka_client import AdminClient, TopicPartition
 from pykafka_client.admin import (
     ConfigResource,
     ConfigResourceType,
@@ -62,9 +62,9 @@ def test_create_describe_list_offsets_delete(admin: AdminClient) -> None:
         },
         timeout=10,
     )
-    assert offsets[("orders", 0)].offset == 0
-    assert offsets[("orders", 1)].offset == 0
-    assert offsets[("orders", 2)].offset in (-1, 0)
+    assert offsets[TopicPartition("orders", 0)].offset == 0
+    assert offsets[TopicPartition("orders", 1)].offset == 0
+    assert offsets[TopicPartition("orders", 2)].offset in (-1, 0)
     configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "orders")], timeout=10)
     assert isinstance(configs[ConfigResource(ConfigResourceType.TOPIC, "orders")], dict)
     with pytest.raises(TopicExistsError):
@@ -128,4 +128,4 @@ def test_list_offsets_max_timestamp(admin: AdminClient, broker: Any) -> None:
         pytest.skip("Tansu drops the connection on ListOffsets with timestamp -3 (MAX_TIMESTAMP)")
     admin.create_topics([NewTopic("maxts", 1, 1)], timeout=10)
     out = admin.list_offsets({("maxts", 0): OffsetSpec.max_timestamp()}, timeout=10)
-    assert out[("maxts", 0)].offset in (-1, 0)
+    assert out[TopicPartition("maxts", 0)].offset in (-1, 0)

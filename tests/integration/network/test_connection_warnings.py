@@ -30,7 +30,7 @@ def test_refused_connection_warning_names_host_port_and_says_connection_refused(
     port = _closed_loopback_port()
     metadata = Metadata(100, 1000, 300_000)
     metadata.bootstrap([("127.0.0.1", port)])
-    client = NetworkClient(Selector(time=SYSTEM_TIME), metadata, time=SYSTEM_TIME)  # type: ignore[arg-type]
+    client = NetworkClient(Selector(time=SYSTEM_TIME), metadata, time=SYSTEM_TIME)
     caplog.set_level(logging.WARNING, logger="pykafka_client")
     try:
         deadline = time.monotonic() + 10

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mini_broker.broker import MiniBroker
-from pykafka_client import AdminClient, KafkaProducer
+from pykafka_client import AdminClient, KafkaProducer, TopicPartition
 from pykafka_client.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic, OffsetSpec
 from pykafka_client.errors import InvalidTopicError, KafkaTimeoutError, UnknownTopicOrPartitionError
 
@@ -74,7 +74,7 @@ def test_list_offsets_of_a_partition_past_the_count_fails_fast(admin: AdminClien
 
 def test_list_offsets_of_a_known_partition_still_answers(admin: AdminClient) -> None:
     out = admin.list_offsets({("present", 0): OffsetSpec.latest()})
-    assert out[("present", 0)].offset == 0
+    assert out[TopicPartition("present", 0)].offset == 0
 
 
 @pytest.mark.parametrize(

@@ -69,9 +69,9 @@ def test_round_trip_keyed_and_unkeyed(broker: MiniBroker, codec: str) -> None:
         assert r.key == key
         if key is not None:
             assert md.partition == partition_for_key(key, PARTITIONS)
-    for p in range(PARTITIONS):  # per partition in the order sent
-        got = [r.value for r in records if r.partition == p and r.value in set(values[1000:])]
-        assert got == [v for i, v in enumerate(values[1000:]) if by_value[v].partition == p]
+    for partition in range(PARTITIONS):  # per partition in the order sent
+        got = [r.value for r in records if r.partition == partition and r.value in set(values[1000:])]
+        assert got == [v for v in values[1000:] if by_value[v].partition == partition]
 
 
 def test_transactional_send_batch_commits_and_aborts(broker: MiniBroker) -> None:

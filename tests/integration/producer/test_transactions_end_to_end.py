@@ -29,7 +29,7 @@ def txn_broker(request: pytest.FixtureRequest) -> Any:
 
 
 def create_topic(bootstrap: str, partitions: int) -> str:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # re-exported from cimpl without __all__
 
     name = f"txn-{uuid.uuid4().hex[:10]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})

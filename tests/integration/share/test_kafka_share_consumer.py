@@ -36,6 +36,14 @@ def _consumer(broker: MiniBroker, group: str, topic: str, **conf: Any) -> KafkaS
 Recs = list[ShareConsumerRecord[Any, Any]]
 
 
+def _accept_all(c: KafkaShareConsumer[Any, Any]) -> Callable[[Recs], None]:
+    """An ``on_batch`` that acknowledges every record of a batch (ACCEPT)."""
+    def accept(batch: Recs) -> None:
+        for r in batch:
+            c.acknowledge(r)
+    return accept
+
+
 def _poll_until(c: KafkaShareConsumer[Any, Any], done: Callable[[Recs], bool], timeout_s: float = 30,
                 on_batch: Callable[[Recs], None] | None = None) -> Recs:
     got: Recs = []
@@ -87,10 +95,10 @@ def test_explicit_release_redelivers_with_count_two_and_reject_never(broker: Min
         c.acknowledge(first[0], AcknowledgeType.ACCEPT)
         c.acknowledge(first[1], AcknowledgeType.RELEASE)
         c.acknowledge(first[2], AcknowledgeType.REJECT)
-        again = _poll_until(c, lambda g: len(g) >= 1, on_batch=lambda b: [c.acknowledge(r) for r in b])
+        again = _poll_until(c, lambda g: len(g) >= 1, on_batch=_accept_all(c))
         assert [(r.value, r.offset, r.delivery_count) for r in again] == [("b", 1, 2)]
         produce(broker, topic, ["d"])  # the next record comes next: c was rejected, not made available again
-        later = _poll_until(c, lambda g: len(g) >= 1, on_batch=lambda b: [c.acknowledge(r) for r in b])
+        later = _poll_until(c, lambda g: len(g) >= 1, on_batch=_accept_all(c))
         assert [(r.value, r.offset, r.delivery_count) for r in later] == [("d", 3, 1)]
 
 
@@ -114,7 +122,7 @@ def test_closing_with_unacknowledged_records_releases_them_to_another_member(bro
             assert [r.offset for r in held] == list(range(5))
             c1.acknowledge(held[0], AcknowledgeType.ACCEPT)
         # the lock lasts 60 s: the records come back because close released them
-        back = _poll_until(c2, lambda g: len(g) >= 4, on_batch=lambda b: [c2.acknowledge(r) for r in b])
+        back = _poll_until(c2, lambda g: len(g) >= 4, on_batch=_accept_all(c2))
         assert [(r.offset, r.delivery_count) for r in back] == [(o, 2) for o in range(1, 5)]
     finally:
         c2.close()

@@ -77,7 +77,7 @@ def _fetch(c: Conn, group: str, member: str, epoch: int, topic_id: uuid.UUID,
                 partition_index=0, acknowledgement_batches=batches)])]), 1)
 
 
-def _values(partition: Any) -> list[bytes]:
+def _values(partition: Any) -> list[bytes | None]:
     return [r.value for r in MemoryRecords(bytes(partition.records)).records()]
 
 

@@ -89,7 +89,7 @@ def _copied_ours(consumer: Any) -> int:
 
 def _done_ours(consumer: Any, args: argparse.Namespace) -> bool:
     assignment = consumer.assignment()
-    return len(assignment) == args.partitions and _copied_ours(consumer) >= args.expect
+    return bool(len(assignment) == args.partitions and _copied_ours(consumer) >= args.expect)
 
 
 #: librdkafka 2.16 "re-bootstraps" when every broker is down (the single broker's restart): it decommissions the
@@ -142,12 +142,14 @@ def run_confluent(args: argparse.Namespace) -> None:
         first: dict[tuple[str, int], int] = {}
         nxt: dict[tuple[str, int], int] = {}
         for m in messages:
-            key = (m.topic(), m.partition())
-            first.setdefault(key, m.offset())
-            nxt[key] = m.offset() + 1
+            topic, partition, offset = m.topic(), m.partition(), m.offset()
+            assert topic is not None and partition is not None and offset is not None  # a message, not an error
+            key = (topic, partition)
+            first.setdefault(key, offset)
+            nxt[key] = offset + 1
             while True:
                 try:
-                    producer.produce(args.output, m.value(), m.key(), partition=m.partition())
+                    producer.produce(args.output, m.value(), m.key(), partition=partition)
                     break
                 except BufferError:
                     producer.poll(0.05)
@@ -173,7 +175,7 @@ def _copied_confluent(consumer: Any) -> int:
 
 
 def _done_confluent(consumer: Any, args: argparse.Namespace) -> bool:
-    return len(consumer.assignment()) == args.partitions and _copied_confluent(consumer) >= args.expect
+    return bool(len(consumer.assignment()) == args.partitions and _copied_confluent(consumer) >= args.expect)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,7 @@ nothing is lost (the producer, or a new one, then commits normally and only that
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -64,7 +64,7 @@ def _committed_values(bootstrap: str) -> list[bytes]:
 @pytest.mark.parametrize("call", ["init", "begin", "commit", "abort", "send_offsets"])
 def test_transactional_calls_on_a_non_transactional_producer(bootstrap: str, call: str) -> None:
     with KafkaProducer({"bootstrap.servers": bootstrap}) as p:
-        calls = {
+        calls: dict[str, Callable[[], object]] = {
             "init": lambda: p.init_transactions(5),
             "begin": p.begin_transaction,
             "commit": lambda: p.commit_transaction(5),

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import ast
 import inspect
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +42,7 @@ PAIRS = [(KafkaProducer, AsyncKafkaProducer), (KafkaConsumer, AsyncKafkaConsumer
          (KafkaShareConsumer, AsyncKafkaShareConsumer)]
 
 
-def _public(cls: type) -> dict[str, object]:
+def _public(cls: type) -> dict[str, Callable[..., Any] | property]:
     return {name: member for name, member in vars(cls).items()
             if not name.startswith("_") and (inspect.isfunction(member) or isinstance(member, property))}
 

@@ -121,7 +121,7 @@ def test_find_hanging_candidates_and_verdicts() -> None:
     assert open_too_long(found, now_ms=10_000, max_ms=5_000) == {tp: [old_open]}
     assert open_too_long(found, now_ms=10_000, max_ms=0) == {tp: [old_open, young_open]}
 
-    def txn(state: TransactionState, pid: int = 7, parts: frozenset[tuple[str, int]] = frozenset({("pay", 0)})
+    def txn(state: TransactionState, pid: int = 7, parts: frozenset[TopicPartition] = frozenset({TopicPartition("pay", 0)})
             ) -> dict[str, TransactionDescription]:
         return {"tx": TransactionDescription(0, state, pid, 0, 60_000, 1_000, parts)}
 
@@ -131,7 +131,7 @@ def test_find_hanging_candidates_and_verdicts() -> None:
     # no transactional id, a finished transaction, another partition, another producer id: hanging
     assert hanging(candidates, {}, {}) == candidates
     assert hanging(candidates, {7: ["tx"]}, txn(TransactionState.COMPLETE_COMMIT)) == candidates
-    assert hanging(candidates, {7: ["tx"]}, txn(TransactionState.ONGOING, parts=frozenset({("pay", 1)}))) == candidates
+    assert hanging(candidates, {7: ["tx"]}, txn(TransactionState.ONGOING, parts=frozenset({TopicPartition("pay", 1)}))) == candidates
     assert hanging(candidates, {7: ["tx"]}, txn(TransactionState.ONGOING, pid=70)) == candidates
     assert hanging({other: []}, {}, {}) == {other: []}
 

@@ -10,7 +10,7 @@ from pykafka_client.errors import IllegalStateError
 
 S = GroupState
 
-KAFKA_EDGES = {
+KAFKA_EDGES: set[tuple[GroupState, GroupState]] = {
     (S.PREPARING_REBALANCE, S.EMPTY),
     (S.STABLE, S.PREPARING_REBALANCE), (S.COMPLETING_REBALANCE, S.PREPARING_REBALANCE),
     (S.EMPTY, S.PREPARING_REBALANCE),
@@ -19,14 +19,21 @@ KAFKA_EDGES = {
     (S.STABLE, S.DEAD), (S.PREPARING_REBALANCE, S.DEAD), (S.COMPLETING_REBALANCE, S.DEAD), (S.EMPTY, S.DEAD),
     (S.DEAD, S.DEAD),
 }
-INVALID_EDGES = sorted(((a, b) for a in S for b in S if (a, b) not in KAFKA_EDGES), key=lambda e: (e[0].value, e[1].value))
+
+
+def _by_names(edge: tuple[GroupState, GroupState]) -> tuple[str, str]:
+    return edge[0].value, edge[1].value
+
+
+VALID_EDGES = sorted(KAFKA_EDGES, key=_by_names)
+INVALID_EDGES = sorted(((a, b) for a in S for b in S if (a, b) not in KAFKA_EDGES), key=_by_names)
 
 
 def test_table_is_kafkas() -> None:
     assert {(prev, target) for target, prevs in VALID_PREVIOUS_STATES.items() for prev in prevs} == KAFKA_EDGES
 
 
-@pytest.mark.parametrize(("prev", "target"), sorted(KAFKA_EDGES, key=lambda e: (e[0].value, e[1].value)))
+@pytest.mark.parametrize(("prev", "target"), VALID_EDGES)
 def test_valid_edge(prev: GroupState, target: GroupState) -> None:
     assert transition("g", prev, target) is target
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,7 @@ TP = (uuid.UUID(int=7), 0)
 LOCK_MS = 500
 
 
-def _manager(time: MockTime, **conf: int) -> SharePartitionManager:
+def _manager(time: MockTime, **conf: Any) -> SharePartitionManager:
     return SharePartitionManager(ShareGroupConfig(record_lock_duration_ms=LOCK_MS, **conf), time,
                                  reaper_enabled=False)
 

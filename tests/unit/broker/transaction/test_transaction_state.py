@@ -51,12 +51,17 @@ def _meta(state: TransactionState, epoch: int = 3) -> TransactionMetadata:
     return TransactionMetadata("t", 7, -1, epoch, -1, 1000, state)
 
 
+def pending_state_of(m: TransactionMetadata) -> TransactionState | None:
+    """The pending state read through a call (a type checker narrows the attribute after an assert)."""
+    return m.pending_state
+
+
 def test_prepare_sets_pending_and_complete_applies() -> None:
     m = _meta(S.EMPTY)
     t = m.prepare_increment_producer_epoch(1000, None, now=5)
     assert t is not None and m.pending_state is S.EMPTY and m.producer_epoch == 3
     m.complete_transition(t)
-    assert (m.producer_epoch, m.pending_state, m.txn_last_update_timestamp) == (4, None, 5)
+    assert (m.producer_epoch, pending_state_of(m), m.txn_last_update_timestamp) == (4, None, 5)
 
 
 def test_abort_transition_changes_nothing() -> None:
