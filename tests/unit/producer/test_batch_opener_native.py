@@ -214,14 +214,14 @@ def test_the_compiled_opener_equals_the_reference(
                     for key, value in records:
                         try:
                             futures[name].append(p.send(TOPIC, value, key, part, None, headers))
-                        except Exception as e:  # noqa: BLE001 (the same error on both paths)
+                        except Exception as e:  # the same error on both paths
                             futures[name].append(repr(e))
                 else:
                     try:
                         futures[name].append(p.send_batch(
                             TOPIC, [v for _, v in records], [k for k, _ in records], partition=part, headers=headers,
                         ))
-                    except Exception as e:  # noqa: BLE001 (the same error on both paths)
+                    except Exception as e:  # the same error on both paths
                         futures[name].append(repr(e))
         batches = {name: _batches(p, partitions) for name, p in producers.items()}
         states = {name: {i: [_state(b) for b in bs] for i, bs in got.items()} for name, got in batches.items()}
