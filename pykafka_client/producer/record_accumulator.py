@@ -484,7 +484,7 @@ class RecordAccumulator:
             if sticky is not None and partitioner.sticky is not sticky:
                 return None  # another thread switched the sticky partition
             last = batches[-1]
-            first = last.record_count
+            first = len(last.pending)  # record_count without the property's frame
             if sticky is None:
                 nxt, _, due = last.append_many(keys, values, start, stop, timestamps, timestamp, headers, callback)
             else:
@@ -517,7 +517,7 @@ class RecordAccumulator:
                 if last.size_bytes + body + 1 + (body > 63) > last.size_limit or not last.has_room_for(
                     timestamp if timestamps is None or timestamps[nxt] is None else timestamps[nxt], key, value, headers
                 ):
-                    last.close_for_appends()
+                    last.closed = True  # close_for_appends(), as append() closes a full batch
                     closed = True
             if nxt == start:
                 return None
