@@ -245,3 +245,45 @@ def test_the_compiled_opener_equals_the_reference(
     finally:
         for p in producers.values():
             p.close(0)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    calls=st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.integers(0, 400).map(lambda n: b"k" * n)),  # key
+            st.one_of(st.none(), st.integers(0, 400).map(lambda n: b"v" * n)),  # value
+            st.sampled_from([(), [], [("h", b"v")], [("h", None)] * 30]),  # headers
+            st.integers(0, 9),  # 0: the accumulator closes first
+        ),
+        min_size=1, max_size=12,
+    ),
+    memory_batches=st.sampled_from([2, 5, 1000]),
+)
+def test_open_batch_called_directly_equals_the_reference(
+    calls: list[tuple[bytes | None, bytes | None, Any, int]], memory_batches: int
+) -> None:
+    """The opener as the kernel's send path calls it (under the deque lock), and for what that path never passes it
+    (headers, a closed accumulator): the same batches, results and free memory as the reference."""
+    time = MockTime()
+    config = {"batch.size": 300, "buffer.memory": memory_batches * 300}
+    producers = {"k": _producer(time, 1, 0, True, **config), "r": _producer(time, 1, 0, False, **config)}
+    try:
+        for p in producers.values():
+            p.send(TOPIC, b"first", partition=0)  # the partition's queue
+        got: dict[str, list[Any]] = {name: [] for name in producers}
+        for key, value, headers, close in calls:
+            time.sleep(0.001)
+            for name, p in producers.items():
+                acc = p.accumulator
+                if close == 0:
+                    acc.close()
+                q = acc._topics[TOPIC].queues[0]
+                with q.lock:
+                    batch = acc.open_batch(q.batches, TOPIC, 0, key, value, headers)
+                got[name].append(None if batch is None else _state(batch))
+                got[name].append((acc.free.available_memory(), len(q.batches), len(acc.incomplete_batches())))
+        assert got["k"] == got["r"]
+    finally:
+        for p in producers.values():
+            p.close(0)

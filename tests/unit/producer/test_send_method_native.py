@@ -59,7 +59,7 @@ def _front(**config: Any) -> KafkaProducer:
     return p
 
 
-def test_the_common_case_runs_no_python_frame_and_a_new_batch_only_open_batch() -> None:
+def test_the_common_case_and_a_new_batch_run_no_python_frame_of_the_send_path() -> None:
     p = _front(**{"batch.size": 300})
     try:
         assert type(p._send_record).__name__ == "SendRecord"
