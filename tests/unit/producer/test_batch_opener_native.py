@@ -254,7 +254,7 @@ def test_the_compiled_opener_equals_the_reference(
             st.one_of(st.none(), st.integers(0, 400).map(lambda n: b"k" * n)),  # key
             st.one_of(st.none(), st.integers(0, 400).map(lambda n: b"v" * n)),  # value
             st.sampled_from([(), [], [("h", b"v")], [("h", None)] * 30]),  # headers
-            st.integers(0, 9),  # 0: the accumulator closes first
+            st.integers(0, 12),  # 0: the accumulator closes first, 1: its closed flag alone
         ),
         min_size=1, max_size=12,
     ),
@@ -278,6 +278,8 @@ def test_open_batch_called_directly_equals_the_reference(
                 acc = p.accumulator
                 if close == 0:
                     acc.close()
+                elif close == 1:
+                    acc.closed = True  # the accumulator alone (close() sets it before it closes the pool)
                 q = acc._topics[TOPIC].queues[0]
                 with q.lock:
                     batch = acc.open_batch(q.batches, TOPIC, 0, key, value, headers)
