@@ -289,3 +289,26 @@ def test_open_batch_called_directly_equals_the_reference(
     finally:
         for p in producers.values():
             p.close(0)
+
+
+def test_after_a_class_change_the_opener_goes_to_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A patched ProducerBatch.__init__ runs for every new batch: the opener copies its prototype only while the
+    class is the one that made it."""
+    p = _producer(MockTime(), 1, 0, True, **{"batch.size": 300})
+    try:
+        p.send(TOPIC, b"v" * 200, partition=0)
+        made: list[int] = []
+        init = ProducerBatch.__init__
+
+        def counting(self: ProducerBatch, *args: Any) -> None:
+            made.append(len(args))
+            init(self, *args)
+
+        p.send(TOPIC, b"v" * 200, partition=0)  # the opener's batch
+        assert made == []
+        monkeypatch.setattr(ProducerBatch, "__init__", counting)
+        p.send(TOPIC, b"v" * 200, partition=0)
+        assert made == [8]
+        assert [b.record_count for b in p.accumulator.batches_for(TopicPartition(TOPIC, 0))] == [1, 1, 1]
+    finally:
+        p.close(0)

@@ -46,11 +46,11 @@ typedef struct {
 } OpenerObject;
 
 /* Whether ``t`` is a plain slotted class whose every slot a copy can take: a heap type straight from object, no
- * __dict__, no __weakref__, only object slots. */
+ * __dict__, no __weakref__, only writable object slots. */
 static int plain_slotted(PyTypeObject *t)
 {
     if (!(t->tp_flags & Py_TPFLAGS_HEAPTYPE) || t->tp_base != &PyBaseObject_Type || t->tp_dictoffset != 0 ||
-        t->tp_weaklistoffset != 0 || t->tp_members == NULL || !type_tag_valid(t))
+        t->tp_weaklistoffset != 0 || t->tp_members == NULL)
         return 0;
     for (PyMemberDef *m = t->tp_members; m->name != NULL; m++) {
         if (m->type != T_OBJECT_EX || (m->flags & READONLY))
@@ -135,8 +135,9 @@ static PyObject *opener_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     self->batch_size = batch_size;
     self->small = small;
     self->hint = ((PendingObject *)pending)->hint;
-    self->batch_tag = Py_TYPE(prototype)->tp_version_tag;
-    self->outcome_tag = Py_TYPE(outcome)->tp_version_tag;
+    /* (0 when a class has no valid tag now: every call then goes to the reference) */
+    self->batch_tag = type_tag_valid(Py_TYPE(prototype)) ? Py_TYPE(prototype)->tp_version_tag : 0;
+    self->outcome_tag = type_tag_valid(Py_TYPE(outcome)) ? Py_TYPE(outcome)->tp_version_tag : 0;
     Py_DECREF(pending);
     return (PyObject *)self;
 fail:
@@ -225,8 +226,8 @@ static PyObject *opener_vectorcall(PyObject *op, PyObject *const *args, size_t n
         !((PyTuple_CheckExact(args[5]) && PyTuple_GET_SIZE(args[5]) == 0) ||
           (PyList_CheckExact(args[5]) && PyList_GET_SIZE(args[5]) == 0)) ||
         (kn < 0 ? 0 : kn) + (vn < 0 ? 0 : vn) > self->small ||
-        !type_tag_current(Py_TYPE(self->prototype), self->batch_tag) ||
-        !type_tag_current(Py_TYPE(self->proto_outcome), self->outcome_tag))
+        self->batch_tag == 0 || !type_tag_current(Py_TYPE(self->prototype), self->batch_tag) ||
+        self->outcome_tag == 0 || !type_tag_current(Py_TYPE(self->proto_outcome), self->outcome_tag))
         goto reference;
     /* self._topics[topic].queues[partition].tp */
     PyObject *info = PyDict_GetItemWithError(self->topics, args[1]); /* borrowed */
