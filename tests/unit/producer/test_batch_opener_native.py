@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pykafka_client import KafkaProducer
-from pykafka_client.producer.future_record_metadata import BatchOutcome, SendBatchFuture
+from pykafka_client.producer.future_record_metadata import BatchOutcome, FutureRecordMetadata, SendBatchFuture
 from pykafka_client.producer.producer_batch import ProducerBatch
 from pykafka_client.producer.record_accumulator import RecordAccumulator
 from pykafka_client.producer.record_size import estimate_size_upper_bound
@@ -63,7 +63,8 @@ def _producer(time: MockTime, partitions: int, seed: int, compiled: bool, **conf
 
 
 def _slots(obj: object) -> dict[str, Any]:
-    return {name: getattr(obj, name, "<unset>") for name in type(obj).__slots__}
+    names: tuple[str, ...] = vars(type(obj))["__slots__"]
+    return {name: getattr(obj, name, "<unset>") for name in names}
 
 
 def _state(batch: ProducerBatch) -> dict[str, Any]:
@@ -100,7 +101,7 @@ def test_an_opened_batch_has_every_slot_of_one_made_by_init() -> None:
         assert made.try_append(batch.base_timestamp, None, b"v" * 100, (), None, made.created_ms) is not None
         assert _state(batch) == _state(made)
         assert batch.outcome is not made.outcome and batch.pending is not made.pending
-        assert f.outcome is batch.outcome and not f.done()
+        assert isinstance(f, FutureRecordMetadata) and f.outcome is batch.outcome and not f.done()
     finally:
         p.close(0)
 
