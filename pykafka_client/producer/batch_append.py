@@ -146,16 +146,6 @@ def append_pending_reference(
     return i, size, base_ts, max_ts, max_rec, produced, due
 
 
-def append_pending(*args: Any) -> AppendState:
-    """:func:`append_pending_reference` (same arguments), on the kernel when it is active and takes the input."""
-    kernel = _native.kernel
-    if kernel is not None:
-        out = kernel.append_pending(*args)
-        if out is not None:
-            return out
-    return append_pending_reference(*args)
-
-
 def arrow_binary_items_reference(
     validity: object, offsets: object, data: object, offset: int, length: int, large: bool
 ) -> list[bytes | None]:

@@ -119,7 +119,9 @@ class BufferPool:
         #: The waiter makes every batch sendable (:meth:`queued`), but a Sender waiting out a long ``linger.ms``
         #: would not look before it ended, and the waiter would time out with memory still held by lingering batches.
         self.on_wait: Callable[[], None] | None = None
-        self._closed = False
+        #: set by :meth:`close` under the pool's lock (``account.lock``), read under it (the kernel's BatchOpener reads it
+        #: as :meth:`try_allocate` does)
+        self.closed = False
         add_listener = getattr(time, "add_listener", None)
         if callable(add_listener):
             add_listener(self._on_time_change)
@@ -136,7 +138,7 @@ class BufferPool:
                 f"Attempt to allocate {size} bytes, but there is a hard limit of {self.total_memory} on memory allocations."
             )
         with self._lock:
-            if self._closed:
+            if self.closed:
                 raise KafkaError("Producer closed while allocating memory")
             if self.account.take(size):  # no waiter ahead and enough memory: = can_allocate_now()
                 return
@@ -147,7 +149,7 @@ class BufferPool:
             deadline = self._time.hi_res_clock_ms() + max_time_to_block_ms
             try:
                 while True:
-                    if self._closed:
+                    if self.closed:
                         raise KafkaError("Producer closed while allocating memory")
                     if self.account.take_first(cond, size):
                         return
@@ -169,7 +171,7 @@ class BufferPool:
         False, having reserved nothing, when it would block or raise. Never waits: the accumulator calls it under
         a deque lock, and :meth:`allocate` (outside the lock) only when this says False."""
         with self._lock:
-            return not self._closed and self.account.take(size)
+            return not self.closed and self.account.take(size)
 
     def deallocate(self, size: int) -> None:
         """Return ``size`` bytes and wake the first waiter."""
@@ -212,6 +214,6 @@ class BufferPool:
     def close(self) -> None:
         """Fail current and future waiters (the producer is closing)."""
         with self._lock:
-            self._closed = True
+            self.closed = True
             for w in self._waiters:
                 w.notify()

@@ -306,11 +306,17 @@ class ProducerBatch:
         if self.closed:
             return start, 0 if sticky is None else sticky[0], False
         produced, switch_bytes, sticky_bytes = (0, 0, 0) if sticky is None else sticky
-        nxt, self.size_bytes, self.base_timestamp, self.max_timestamp, self.max_record_size, produced, due = _batch_append.append_pending(
+        args = (
             self.pending, keys, values, start, stop, timestamps, timestamp, headers, callback, self.size_bytes, self.size_limit,
             self.base_timestamp, self.max_timestamp, self.max_record_size, self.compression_ratio, produced,
             switch_bytes, sticky_bytes,
         )
+        # the kernel's append_pending, else (or declined) its reference
+        kernel = _native.kernel
+        out = None if kernel is None else kernel.append_pending(*args)
+        if out is None:
+            out = _batch_append.append_pending_reference(*args)
+        nxt, self.size_bytes, self.base_timestamp, self.max_timestamp, self.max_record_size, produced, due = out
         if nxt > start:
             self.last_append_ms = 0  # as the accumulator's fast path (try_append with now 0)
             if callback is not None:

@@ -31,6 +31,7 @@ from pykafka_client.errors import (
 )
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.network.exponential_backoff import ExponentialBackoff
+from pykafka_client.producer.batch_opener import new_batch_opener
 from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.compression_ratio_estimator import CompressionRatioEstimator
 from pykafka_client.producer.future_record_metadata import BatchOutcome, FutureRecordMetadata
@@ -193,6 +194,15 @@ class RecordAccumulator:
         self.send_record: Callable[..., Callable[..., Any]] | None = (
             None if kernel is None else functools.partial(kernel.SendRecord, self._topics, self)
         )
+        if not self._compressed:
+            opener = new_batch_opener(
+                self, type(self).open_batch, self._topics, batch_size, compression_type, compression_level,
+                self._batch_condition, buffer_pool, self._incomplete, time, self._appending,
+            )
+            if opener is not None:
+                # the kernel's send path calls open_batch by name: the instance's compiled one (same arguments and
+                # result, the method below its reference)
+                self.open_batch = opener  # type: ignore[method-assign]  # an instance attribute shadowing the reference method on purpose
 
     # --- append (application threads) ----------------------------------------------------------------
 
@@ -329,7 +339,9 @@ class RecordAccumulator:
         pool has its memory at once (:meth:`BufferPool.try_allocate`) and the accumulator is open; None, having
         changed nothing, when it would have to wait for the memory or the accumulator is closed (:meth:`append`
         then waits, or raises). The caller appends the record into the batch before it releases the lock. The
-        kernel's send path calls it: a new batch without :meth:`append`'s second round of lookups."""
+        kernel's send path calls it: a new batch without :meth:`append`'s second round of lookups. With the kernel,
+        an uncompressed accumulator's instance attribute ``open_batch`` is the compiled one (``batch_opener``), this
+        method its reference."""
         appending = self._appending
         appending.append(None)  # counted from before the closed check until the batch is incomplete (abort)
         try:
@@ -472,7 +484,7 @@ class RecordAccumulator:
             if sticky is not None and partitioner.sticky is not sticky:
                 return None  # another thread switched the sticky partition
             last = batches[-1]
-            first = last.record_count
+            first = len(last.pending)  # record_count without the property's frame
             if sticky is None:
                 nxt, _, due = last.append_many(keys, values, start, stop, timestamps, timestamp, headers, callback)
             else:
@@ -505,7 +517,7 @@ class RecordAccumulator:
                 if last.size_bytes + body + 1 + (body > 63) > last.size_limit or not last.has_room_for(
                     timestamp if timestamps is None or timestamps[nxt] is None else timestamps[nxt], key, value, headers
                 ):
-                    last.close_for_appends()
+                    last.closed = True  # close_for_appends(), as append() closes a full batch
                     closed = True
             if nxt == start:
                 return None

@@ -30,7 +30,8 @@
  *             its channel, ChannelSend, SendReadiness);
  *   broker:   broker_produce_request, broker_request_times, broker_produce_response, broker_log_index,
  *             broker_log_append (a segment's append state SegmentTail, the producer state's next-batch check),
- *             broker_log_end (a log's end LogEnd: the LEO, the high watermark, a client's common append in one call).
+ *             broker_log_end (a log's end LogEnd: the LEO, the high watermark, a client's common append in one call);
+ *   producer: producer_batch_open (a new batch's opening in one call, BatchOpener: RecordAccumulator.open_batch).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -79,6 +80,7 @@ static PyObject *py_read_varint = NULL;
 #include "kernel/broker_log_index.c.h"
 #include "kernel/broker_log_append.c.h"
 #include "kernel/broker_log_end.c.h"
+#include "kernel/producer_batch_open.c.h"
 
 /* ---- module ---------------------------------------------------------------------------------------- */
 
@@ -264,5 +266,16 @@ PyMODINIT_FUNC PyInit__kernel(void)
         return NULL;
     }
 #endif
+    /* producer_batch_open.c.h's type */
+    if (PyType_Ready(&OpenerType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&OpenerType);
+    if (PyModule_AddObject(m, "BatchOpener", (PyObject *)&OpenerType) < 0) {
+        Py_DECREF(&OpenerType);
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

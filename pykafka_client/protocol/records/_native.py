@@ -390,6 +390,12 @@ class Kernel(Protocol):
     ) -> list[bytes | None] | None:
         """Reference: ``producer.batch_append.arrow_binary_items_reference``."""
 
+    # producer_batch_open.c.h
+    #: ``BatchOpener(topics, prototype, pool, incomplete, clock, appending, owner, reference, small)``: a type whose
+    #: instances are ``RecordAccumulator.open_batch`` compiled (reference: that method, ``reference``, which it calls
+    #: for what it declines; see ``producer.record_accumulator.new_batch_opener``)
+    BatchOpener: Callable[..., Callable[..., Any]]
+
 
 #: The compiled module when active, else None (read it at call time: ``_native.kernel``).
 kernel: Kernel | None = None
