@@ -40,7 +40,7 @@ def new_produce_appender(topics: Mapping[str, Any], logs: Mapping[tuple[str, int
                          fetch_purgatory: object, produce_purgatory: object,
                          make_tp: Callable[[str, int], TopicPartition], make_key: Callable[[TopicPartition], object],
                          make_response: Callable[..., PartitionResponse], origin: object, leader_epoch: int,
-                         counters_factory: Callable[[], tuple[object, object]] | None,
+                         counters_factory: Callable[[], tuple[object, ...]] | None,
                          no_batches_error: Callable[[str], Exception], no_batches_message: str,
                          single_broker: type) -> ProduceAppender | None:
     """The compiled appender lent these (see the kernel's ``produce_appender``), or None without the kernel."""

@@ -150,12 +150,12 @@ def handle(apis: KafkaApis, request: Request) -> None:
         # (see mini_broker.server.produce_append); declined (None): the reference below
         done = appender.append(body, rm)
         if done is not None:
-            order, results, pending = done
+            one, results, pending = done
             if pending is None:
-                _respond(apis, broker, request, body.acks, version, order, None, results)
+                _respond(apis, broker, request, body.acks, version, one, None, results)
             else:
                 rm.delay_produce(body.timeout_ms, results, partial(
-                    _respond, apis, broker, request, body.acks, version, order, None))
+                    _respond, apis, broker, request, body.acks, version, one, None))
             return
     order: list[TopicPartition] = []
     entries: list[tuple[TopicPartition, object]] = []
