@@ -1,16 +1,16 @@
-/* A single broker's common Produce request above the log in one call, ProduceAppender (mini_broker/server/
- * produce_append.py makes it; mini_broker/server/apis/produce.py's handle and ReplicaManager.append_records /
- * _append_to_local_log are the reference): on a replica manager whose replication is the single broker's, a request
- * without a transactional id, acks 1 or -1, one topic with one
- * partition whose records are one writable-or-not memoryview of a non-transactional v2 batch, a topic a client append
- * found valid before, a partition the metadata cache knows and the log manager holds, not compacted. It reads the
- * request's fields, looks the partition and its log up in the maps it is lent (the metadata cache's topics, the log
- * manager's logs, the replica manager's valid client topics), appends through the log's public append (as the single
- * broker's append_as_leader), counts BytesIn / MessagesIn (as metrics.inc_pair), builds the PartitionResponse, wakes the
- * purgatories' operations watching the partition and, for acks=-1, reads the high watermark (the single broker's
- * check_enough_replicas). It declines (None, nothing done) before the append for anything else; after it, an append
- * that raised is answered by the replica manager's append_failed (the reference's except branches).
- * Uses no earlier part's helpers (its checks of the batch header are the two bytes any_transactional reads). */
+/* A single broker's common Produce request above the log in one call, ProduceAppender (made by
+ * mini_broker/server/produce_append.py; the reference is the Python path it skips: mini_broker/server/apis/produce.py's
+ * handle and ReplicaManager.append_records / _append_to_local_log with the single broker's append_as_leader). It takes,
+ * on a replica manager whose replication is the single broker's, a request without a transactional id, acks 1 or -1,
+ * one topic with one partition whose records are one memoryview of a non-transactional v2 batch, on a topic a client
+ * append found valid before and a partition the metadata cache knows and the log manager holds, not compacted. It
+ * reads the request's fields, looks the partition and its log up in the maps it is lent (the metadata cache's topics,
+ * the log manager's logs, the replica manager's valid client topic names), appends through the log's public append
+ * (the single broker's append_as_leader), counts BytesIn / MessagesIn (metrics.inc_pair), builds the PartitionResponse,
+ * wakes the purgatories' operations watching the partition and, for acks=-1, reads the high watermark (the single
+ * broker's check_enough_replicas). It declines (None, nothing done) before the append for anything else; after it, an
+ * append that raised is answered by the replica manager's append_failed (the reference's except branches).
+ * Uses no earlier part (its look at the batch header reads the two bytes any_transactional reads). */
 
 typedef struct {
     PyObject_HEAD
