@@ -40,14 +40,14 @@ def new_produce_appender(topics: Mapping[str, Any], logs: Mapping[tuple[str, int
                          fetch_purgatory: object, produce_purgatory: object,
                          make_tp: Callable[[str, int], TopicPartition], make_key: Callable[[TopicPartition], object],
                          make_response: Callable[..., PartitionResponse], origin: object, leader_epoch: int,
-                         counters_factory: Callable[[], tuple[object, ...]] | None,
                          no_batches_error: Callable[[str], Exception], no_batches_message: str,
                          single_broker: type) -> ProduceAppender | None:
-    """The compiled appender lent these (see the kernel's ``produce_appender``), or None without the kernel."""
+    """The compiled appender lent these (see the kernel's ``produce_appender``), or None without the kernel. Nothing
+    lent refers to the replica manager (each append is passed it: no cycle through the kernel type)."""
     kernel = _native.loaded_kernel()
     if kernel is None:
         return None
     appender: ProduceAppender = kernel.produce_appender(
         topics, logs, client_topics, fetch_purgatory, produce_purgatory, make_tp, make_key, make_response, origin,
-        leader_epoch, counters_factory, no_batches_error, no_batches_message, single_broker)
+        leader_epoch, no_batches_error, no_batches_message, single_broker)
     return appender

@@ -197,9 +197,8 @@ class ReplicaManager:
             metadata_cache.topics_by_name, self.log_manager.logs_by_partition, self._client_topics,
             self.fetch_purgatory, self.produce_purgatory, _new_topic_partition,
             partial(_tuple_new, TopicPartitionOperationKey),
-            _new_partition_response, _CLIENT_ORIGIN, LEADER_EPOCH,
-            None if metrics is None else partial(metrics.counters, *_APPEND_COUNTERS), CorruptRecordError,
-            NO_RECORD_BATCHES, SingleBrokerReplication)
+            _new_partition_response, _CLIENT_ORIGIN, LEADER_EPOCH, CorruptRecordError, NO_RECORD_BATCHES,
+            SingleBrokerReplication)
         if metrics is not None:
             metrics.gauge("kafka_server_FetchSessionCache_NumIncrementalFetchSessions",
                           lambda: float(len(self.fetch_sessions)))
@@ -362,11 +361,15 @@ class ReplicaManager:
             counter = self._counter(name)
         counter.inc(n)
 
-    def _append_counters_pair(self) -> tuple[Counter, Counter]:
-        """BytesIn and MessagesIn (there are metrics), counted together under one lock on every append."""
-        assert self.metrics is not None
-        bytes_in, messages_in = self.metrics.counters(*_APPEND_COUNTERS)
-        return bytes_in, messages_in
+    def append_counters(self) -> tuple[Counter, Counter]:
+        """BytesIn and MessagesIn (there are metrics), counted together under one lock on every append (made at the
+        first ask; the compiled produce append asks once too)."""
+        counters = self._append_counters
+        if counters is None:
+            assert self.metrics is not None
+            bytes_in, messages_in = self.metrics.counters(*_APPEND_COUNTERS)
+            counters = self._append_counters = bytes_in, messages_in
+        return counters
 
     def _counter(self, name: str) -> Counter:
         """The broker counter ``name`` (there are metrics)."""
@@ -429,7 +432,7 @@ class ReplicaManager:
         if self.metrics is not None:
             counters = self._append_counters
             if counters is None:
-                counters = self._append_counters = self._append_counters_pair()
+                counters = self.append_counters()
             inc_pair(counters[0], records.nbytes if records.__class__ is memoryview else _records_size(records),
                      counters[1], last_offset - first_offset + 1)
         # error code, base offset, log append time, log start offset, record errors, error message, last offset

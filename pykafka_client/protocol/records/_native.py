@@ -305,8 +305,8 @@ class Kernel(Protocol):
     def produce_appender(self, topics: object, logs: object, client_topics: object, fetch_purgatory: object,
                          produce_purgatory: object, make_tp: Callable[..., Any], make_key: Callable[..., Any],
                          make_response: Callable[..., Any], origin: object, leader_epoch: int,
-                         counters_factory: Callable[[], Any] | None, no_batches_error: Callable[[str], Exception],
-                         no_batches_message: str, single_broker: type, /) -> Any:
+                         no_batches_error: Callable[[str], Exception], no_batches_message: str, single_broker: type,
+                         /) -> Any:
         """Reference: ``mini_broker.server.apis.produce.handle`` down to ``ReplicaManager._append_to_local_log`` on a
         single broker (its instances are ``mini_broker.server.produce_append.ProduceAppender``)."""
 

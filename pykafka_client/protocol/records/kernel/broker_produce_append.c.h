@@ -22,8 +22,8 @@ typedef struct {
     PyObject *make_tp, *make_key, *make_response;
     /* Log.append's keyword values: the client origin, the leader epoch, True (raise the high watermark) */
     PyObject *origin, *leader_epoch;
-    /* metrics.counters(BytesIn, MessagesIn) when the broker has metrics (else None), and its pair once made */
-    PyObject *counters_factory, *counters;
+    /* the replica manager's BytesIn / MessagesIn counter pair, once asked (append_counters) */
+    PyObject *counters;
     /* CorruptRecordError and its message for an append that found no batch */
     PyObject *no_batches_error, *no_batches_message;
     /* the single broker's replication strategy's class (another replica manager's strategy: declined) */
@@ -33,11 +33,11 @@ typedef struct {
 static PyObject *pa_str_transactional_id, *pa_str_acks, *pa_str_topic_data, *pa_str_name, *pa_str_partition_data,
     *pa_str_index, *pa_str_records, *pa_str_num_partitions, *pa_str_append_checks, *pa_str_compacted, *pa_str_append,
     *pa_str_append_failed, *pa_str_has_watched, *pa_str_check_and_complete, *pa_str_high_watermark, *pa_str_lock,
-    *pa_str_value, *pa_str_inc, *pa_str_replication, *pa_str_enter, *pa_str_exit, *pa_kwnames;
+    *pa_str_value, *pa_str_inc, *pa_str_replication, *pa_str_metrics, *pa_str_append_counters, *pa_str_enter, *pa_str_exit, *pa_kwnames;
 
 #define PA_OBJECTS(X)                                                                                                  \
     X(topics) X(logs) X(client_topics) X(fetch_purgatory) X(produce_purgatory) X(make_tp) X(make_key)                \
-    X(make_response) X(origin) X(leader_epoch) X(counters_factory) X(counters) X(no_batches_error)                  \
+    X(make_response) X(origin) X(leader_epoch) X(counters) X(no_batches_error)                  \
     X(no_batches_message) X(single_broker)
 
 static int pa_traverse(ProduceAppenderObject *self, visitproc visit, void *arg)
@@ -93,19 +93,29 @@ static int pa_plain_records(PyObject *records, Py_ssize_t *size)
     return ok;
 }
 
-/* metrics.inc_pair(bytes_in, nbytes, messages_in, count) on the pair made by counters_factory (made at the first). */
-static int pa_count(ProduceAppenderObject *self, Py_ssize_t nbytes, long long count)
+/* metrics.inc_pair(bytes_in, nbytes, messages_in, count) on the replica manager's pair (asked once: its
+ * append_counters()), where it has metrics. */
+static int pa_count(ProduceAppenderObject *self, PyObject *rm, Py_ssize_t nbytes, long long count)
 {
+    PyObject *metrics = PyObject_GetAttr(rm, pa_str_metrics);
+    if (metrics == NULL)
+        return -1;
+    Py_DECREF(metrics);
+    if (metrics == Py_None)
+        return 0;
     if (self->counters == NULL) {
-        PyObject *pair = PyObject_CallNoArgs(self->counters_factory);
+        PyObject *pair = PyObject_CallMethodNoArgs(rm, pa_str_append_counters);
         if (pair == NULL)
             return -1;
         if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
             Py_DECREF(pair);
-            PyErr_SetString(PyExc_TypeError, "the counters factory must return a pair");
+            PyErr_SetString(PyExc_TypeError, "append_counters must return a pair");
             return -1;
         }
-        self->counters = pair;
+        if (self->counters == NULL)
+            self->counters = pair;
+        else
+            Py_DECREF(pair); /* another thread asked meanwhile: the same pair */
     }
     PyObject *first = PyTuple_GET_ITEM(self->counters, 0), *second = PyTuple_GET_ITEM(self->counters, 1);
     PyObject *lock = PyObject_GetAttr(first, pa_str_lock);
@@ -206,8 +216,8 @@ PyDoc_STRVAR(pa_append_doc,
 "(order, results, pending) with order [tp], results {tp: PartitionResponse} and pending None when the answer may go\n"
 "now, else the Log appended to (acks=-1, the high watermark not past the append yet: the replica manager delays the\n"
 "answer). None, nothing done, for any other request (see the part's opening comment). ``replica_manager``: its\n"
-"replication (declined unless the single broker's) and append_failed(tp, error), which answers an append that\n"
-"raised (not kept).");
+"replication (declined unless the single broker's), its metrics and append_counters() (BytesIn / MessagesIn, asked\n"
+"once) and append_failed(tp, error), which answers an append that raised (not kept).");
 
 static PyObject *pa_append(ProduceAppenderObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -368,7 +378,7 @@ static PyObject *pa_append(ProduceAppenderObject *self, PyObject *const *args, P
                 goto error;
         } else {
             appended = 1;
-            if (self->counters_factory != Py_None && pa_count(self, nbytes, last - first + 1) < 0)
+            if (pa_count(self, rm, nbytes, last - first + 1) < 0)
                 goto error;
             PyObject *empty = PyList_New(0), *zero = PyLong_FromLong(0);
             if (empty == NULL || zero == NULL) {
@@ -490,6 +500,8 @@ static int pa_strings(void)
     PA_STR(pa_str_value, "value")
     PA_STR(pa_str_inc, "inc")
     PA_STR(pa_str_replication, "replication")
+    PA_STR(pa_str_metrics, "metrics")
+    PA_STR(pa_str_append_counters, "append_counters")
     PA_STR(pa_str_enter, "__enter__")
     PA_STR(pa_str_exit, "__exit__")
 #undef PA_STR
@@ -499,20 +511,20 @@ static int pa_strings(void)
 
 PyDoc_STRVAR(produce_appender_doc,
 "produce_appender(topics, logs, client_topics, fetch_purgatory, produce_purgatory, make_tp, make_key,\n"
-"                 make_response, origin, leader_epoch, counters_factory, no_batches_error, no_batches_message,\n"
+"                 make_response, origin, leader_epoch, no_batches_error, no_batches_message,\n"
 "                 single_broker, /)\n"
 "    -> ProduceAppender\n\n"
 "Reference: mini_broker/server/apis/produce.py's handle down to ReplicaManager._append_to_local_log on a single\n"
 "broker. Lent: the metadata cache's topics by name, the log manager's logs by (topic, partition), the replica\n"
 "manager's valid client topic names, its purgatories; the constructors of TopicPartition, of an operation key from\n"
-"one, of PartitionResponse (positional, in field order); Log.append's origin and leader epoch; a callable making\n"
-"the BytesIn / MessagesIn counter pair (None: no metrics); CorruptRecordError and its no-batch message; the single\n"
-"broker's replication strategy's class (a replica manager whose strategy is of another class: declined).");
+"one, of PartitionResponse (positional, in field order); Log.append's origin and leader epoch; CorruptRecordError\n"
+"and its no-batch message; the single broker's replication strategy's class (a replica manager whose strategy is of\n"
+"another class: declined). Nothing that refers to the replica manager: each append is passed it.");
 
 static PyObject *k_produce_appender(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 14) {
-        PyErr_SetString(PyExc_TypeError, "produce_appender takes 14 arguments");
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "produce_appender takes 13 arguments");
         return NULL;
     }
     if (!PyDict_CheckExact(args[0]) || !PyDict_CheckExact(args[1]) || !PySet_CheckExact(args[2])) {
@@ -534,11 +546,10 @@ static PyObject *k_produce_appender(PyObject *self, PyObject *const *args, Py_ss
     o->make_response = Py_NewRef(args[7]);
     o->origin = Py_NewRef(args[8]);
     o->leader_epoch = Py_NewRef(args[9]);
-    o->counters_factory = Py_NewRef(args[10]);
     o->counters = NULL;
-    o->no_batches_error = Py_NewRef(args[11]);
-    o->no_batches_message = Py_NewRef(args[12]);
-    o->single_broker = Py_NewRef(args[13]);
+    o->no_batches_error = Py_NewRef(args[10]);
+    o->no_batches_message = Py_NewRef(args[11]);
+    o->single_broker = Py_NewRef(args[12]);
     PyObject_GC_Track(o);
     return (PyObject *)o;
 }

@@ -9,6 +9,7 @@ logs (records, offsets, high watermark, log start offset), producer states and p
 
 from __future__ import annotations
 
+import gc
 import glob
 import itertools
 import os
@@ -85,7 +86,7 @@ class Watcher(DelayedOperation):
 
 batch_kinds = st.sampled_from(["next"] * 4 + ["retry", "gap", "zero", "bump", "none", "txn", "txn", "corrupt", "empty",
                                               "keyless", "keyless"])
-partitions = st.tuples(st.sampled_from(["t"] * 6 + ["c"] * 2 + ["unknown", "bad name!", "__consumer_offsets"]),
+partitions = st.tuples(st.sampled_from(["t"] * 6 + ["c"] * 3 + ["unknown", "bad name!", "__consumer_offsets"]),
                        st.sampled_from([0, 0, 1, 2, 3, -1]), st.integers(0, 2), batch_kinds, st.integers(1, 4))
 #: acks, transactional id, partitions (mostly one: the compiled call's), a delayed fetch and produce watching the first
 requests = st.tuples(st.sampled_from([1, 1, 1, -1, -1, 0, 2]), st.sampled_from([None] * 6 + ["tx"]),
@@ -152,17 +153,22 @@ def metrics(rm: ReplicaManager) -> list[int]:
     return [rm.metrics.counter(name).value for name in METRICS]
 
 
-@settings(max_examples=100, deadline=None)
-@given(ops=st.lists(requests, min_size=1, max_size=12))
-def test_the_compiled_append_answers_and_appends_as_the_reference(
-        pair: Pair, ops: list[tuple[int, str | None, list[tuple[str, int, int, str, int]], bool]]) -> None:
+Op = tuple[int, str | None, list[tuple[str, int, int, str, int]], bool]
+
+
+def run_both(pair: Pair, ops: list[Op]) -> None:
+    """``ops`` on both brokers, on topics of their own: the same answers and completions after each, the same logs,
+    producers and metrics at the end."""
     n = next(pair.topics)
     names = {"t": f"t{n}", "c": f"c{n}"}
     for i in range(2):
         pair.rm(i).create_topic(f"t{n}", 3, {})
         pair.rm(i).create_topic(f"c{n}", 1, {"cleanup.policy": "compact"})
     states: dict[int, tuple[int, int]] = {}
-    for step, (acks, transactional_id, parts, watch) in enumerate(ops):
+    # first one append to each topic (by the reference: a topic's name is checked at its first append), so that most
+    # of the requests below are ones the compiled call takes or declines on their own merits
+    warm_up: list[Op] = [(1, None, [(t, p, 3, "next", 1)], False) for t, p in (("t", 0), ("c", 0))]
+    for step, (acks, transactional_id, parts, watch) in enumerate([*warm_up, *ops]):
         built = [(names.get(t, t), p, batch(kind, 1000 * n + producer, states, count, step))
                  for t, p, producer, kind, count in parts]
         data = frame(acks, transactional_id, built, step)
@@ -171,7 +177,7 @@ def test_the_compiled_append_answers_and_appends_as_the_reference(
             broker = pair.brokers[i]
             assert broker.apis is not None
             if watch:
-                key = TopicPartitionOperationKey(names["t"], parts[0][1])
+                key = TopicPartitionOperationKey(built[0][0], built[0][1])
                 for purgatory in (pair.rm(i).fetch_purgatory, pair.rm(i).produce_purgatory):
                     purgatory.try_complete_else_watch(Watcher(pair.completed[i], (step, purgatory.purgatory_name)),
                                                       [key])
@@ -185,6 +191,44 @@ def test_the_compiled_append_answers_and_appends_as_the_reference(
         for p in range(count):
             assert log_state(pair.rm(0), topic, p) == log_state(pair.rm(1), topic, p), (topic, p)
     assert metrics(pair.rm(0)) == metrics(pair.rm(1))
+
+
+@settings(max_examples=100, deadline=None)
+@given(ops=st.lists(requests, min_size=1, max_size=12))
+def test_the_compiled_append_answers_and_appends_as_the_reference(pair: Pair, ops: list[Op]) -> None:
+    run_both(pair, ops)
+
+
+def one(topic: str, kind: str, acks: int = 1, partition: int = 0, transactional_id: str | None = None,
+        watch: bool = False) -> Op:
+    return acks, transactional_id, [(topic, partition, 0, kind, 2)], watch
+
+
+#: each thing the compiled call takes or declines, after a common append of the same producer
+SCENARIOS: dict[str, list[Op]] = {
+    "next batches": [one("t", "next"), one("t", "next", acks=-1), one("t", "next")],
+    "watched partition": [one("t", "next", watch=True), one("t", "next", acks=-1, watch=True)],
+    "keyless on a compacted topic": [one("c", "next"), one("c", "keyless"), one("c", "next")],
+    "transactional without a transactional id": [one("t", "next"), one("t", "txn"), one("t", "next")],
+    "transactional with one": [one("t", "txn", transactional_id="tx")],
+    "internal topic": [one("t", "next"), one("__consumer_offsets", "next")],
+    "invalid name": [one("bad name!", "next")],
+    "unknown topic": [one("unknown", "next")],
+    "partition out of range": [one("t", "next", partition=3), one("t", "next", partition=-1)],
+    "acks 0, 2": [one("t", "next", acks=0), one("t", "next", acks=2), one("t", "gap", acks=0)],
+    "retry": [one("t", "next"), one("t", "retry"), one("t", "retry", acks=-1)],
+    "sequence gap": [one("t", "next"), one("t", "gap"), one("t", "gap", acks=-1)],
+    "epoch bump, sequence 0": [one("t", "next"), one("t", "bump"), one("t", "zero")],
+    "no producer": [one("t", "none"), one("t", "none", acks=-1)],
+    "corrupt, empty": [one("t", "corrupt"), one("t", "empty"), one("t", "corrupt", acks=-1)],
+    "two partitions, duplicates": [(1, None, [("t", 0, 0, "next", 1), ("t", 1, 0, "next", 1)], False),
+                                   (1, None, [("t", 0, 1, "next", 1), ("t", 0, 2, "next", 1)], False)],
+}
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_each_case_answers_as_the_reference(pair: Pair, name: str) -> None:
+    run_both(pair, SCENARIOS[name])
 
 
 def test_the_common_request_takes_the_compiled_call(pair: Pair) -> None:
@@ -208,3 +252,12 @@ def test_the_common_request_takes_the_compiled_call(pair: Pair) -> None:
     assert len(calls) == 1
     lg = rm.log_manager.get_log(f"t{n}", 0)
     assert lg is not None and lg.log_end_offset == 9 == lg.high_watermark
+
+
+def test_the_appender_refers_to_nothing_that_refers_to_its_replica_manager(pair: Pair) -> None:
+    # lent maps and purgatories, no bound method nor the manager itself (each append is passed it): no cycle through it
+    rm = pair.rm(0)
+    lent = gc.get_referents(rm.client_appender)
+    assert lent and rm not in lent
+    assert not [o for o in lent if getattr(o, "__self__", None) is rm]
+    assert rm.metadata_cache.topics_by_name in lent and rm.log_manager.logs_by_partition in lent
