@@ -228,7 +228,6 @@ static PyObject *pa_append(ProduceAppenderObject *self, PyObject *const *args, P
     PyObject *body = args[0], *rm = args[1];
     PyObject *out = NULL, *v = NULL, *topic_data = NULL, *partition_data = NULL, *name = NULL, *index = NULL;
     PyObject *records = NULL, *md = NULL, *tp = NULL, *lg = NULL, *info = NULL, *result = NULL;
-    int declined = 1;
 
     /* ---- the checks: nothing changes before the append ---- */
     v = PyObject_GetAttr(rm, pa_str_replication);
@@ -336,7 +335,6 @@ static PyObject *pa_append(ProduceAppenderObject *self, PyObject *const *args, P
     Py_CLEAR(v);
 
     /* ---- the append (the single broker's append_as_leader) and its result ---- */
-    declined = 0;
     {
         PyObject *call[5] = {lg, records, self->origin, self->leader_epoch, Py_True};
         info = PyObject_VectorcallMethod(pa_str_append, call, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, pa_kwnames);
@@ -440,7 +438,6 @@ decline:
     out = Py_None;
     goto done;
 error:
-    (void)declined;
     out = NULL;
 done:
     Py_XDECREF(v);
