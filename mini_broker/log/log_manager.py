@@ -181,6 +181,12 @@ class LogManager:
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
 
+    @property
+    def logs_by_partition(self) -> Mapping[tuple[str, int], Log]:
+        """The logs by (topic, partition), live (the map :meth:`get_log` reads; the same object for the manager's
+        life: a single broker's compiled produce append is lent it)."""
+        return self._logs
+
     def all_logs(self) -> list[Log]:
         return list(self._logs.values())
 

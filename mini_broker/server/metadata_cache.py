@@ -238,6 +238,12 @@ class MetadataCache:
         with self._lock:
             return sorted(self._topics.values(), key=lambda t: t.name)
 
+    @property
+    def topics_by_name(self) -> Mapping[str, TopicMetadata]:
+        """The topics by name, live (the map :meth:`contains_partition` reads; the same object for the cache's life:
+        a single broker's compiled produce append is lent it)."""
+        return self._topics
+
     def contains_partition(self, topic: str, partition: int) -> bool:
         t = self._topics.get(topic)  # (get_topic's one dict read, without its frame: every partition of every Produce)
         return t is not None and 0 <= partition < t.num_partitions

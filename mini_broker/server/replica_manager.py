@@ -25,6 +25,7 @@ import os
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from mini_broker.config import KafkaConfig
@@ -46,6 +47,7 @@ from mini_broker.server.api_error import error_code, error_message
 from mini_broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from mini_broker.server.fetch_session import FetchSessionCache
 from mini_broker.server.metadata_cache import MetadataCache, TopicMetadata, is_internal_topic, validate_topic_name
+from mini_broker.server.produce_append import ProduceAppender, new_produce_appender
 from mini_broker.server.replication_strategy import (
     LEADER_EPOCH,
     FetchPartitionInfo,
@@ -53,6 +55,7 @@ from mini_broker.server.replication_strategy import (
     SingleBrokerReplication,
     TopicCreation,
 )
+from mini_broker.utils.positional_tuple import positional_tuple
 from pykafka_client.errors import (
     ConfigurationError,
     CorruptRecordError,
@@ -78,6 +81,10 @@ _tuple_new = tuple.__new__
 _CLIENT_ORIGIN = AppendOrigin.CLIENT
 
 UNKNOWN_OFFSET = -1
+#: the error message of an append that found no record batch (the compiled produce append's too)
+NO_RECORD_BATCHES = "produce request has no record batches"
+#: the counters every client append adds to (bytes, records), made together (see metrics.inc_pair)
+_APPEND_COUNTERS = ("kafka_server_BrokerTopicMetrics_BytesIn_total", "kafka_server_BrokerTopicMetrics_MessagesIn_total")
 
 
 @dataclass(slots=True)
@@ -95,6 +102,8 @@ class PartitionResponse:
 
 #: a PartitionResponse from every field's value without its Python __init__ (one per partition appended)
 _new_partition_response = positional_new(PartitionResponse)
+#: TopicPartition made without its Python-level __new__ (the compiled produce append's: one per request)
+_new_topic_partition = positional_tuple(TopicPartition)
 
 
 @dataclass
@@ -182,6 +191,14 @@ class ReplicaManager:
         self._append_counters: tuple[Counter, Counter] | None = None
         #: topic names a client append found valid and not internal (the check is a function of the name alone)
         self._client_topics: set[str] = set()
+        #: a single broker's common Produce request above the log in one compiled call (None without the kernel: see
+        #: mini_broker.server.produce_append; it is lent what it reads, never this manager, which each call passes)
+        self.client_appender: ProduceAppender | None = new_produce_appender(
+            metadata_cache.topics_by_name, self.log_manager.logs_by_partition, self._client_topics,
+            self.fetch_purgatory, self.produce_purgatory, _new_topic_partition,
+            partial(_tuple_new, TopicPartitionOperationKey),
+            _new_partition_response, _CLIENT_ORIGIN, LEADER_EPOCH, CorruptRecordError, NO_RECORD_BATCHES,
+            SingleBrokerReplication)
         if metrics is not None:
             metrics.gauge("kafka_server_FetchSessionCache_NumIncrementalFetchSessions",
                           lambda: float(len(self.fetch_sessions)))
@@ -302,21 +319,27 @@ class ReplicaManager:
                 fetch_purgatory.check_and_complete(key)
                 produce_purgatory.check_and_complete(key)
         if required_acks == -1 and appended and not self._all_replicated(appended, results):
-            statuses: dict[Hashable, ProducePartitionStatus] = {
-                tp: ProducePartitionStatus(r.last_offset + 1, r.error_code, False) for tp, r in results.items()
-            }
-
-            def on_done(final: dict[Hashable, ProducePartitionStatus]) -> None:
-                for tp2, st2 in final.items():
-                    assert isinstance(tp2, TopicPartition)
-                    results[tp2].error_code = st2.error_code
-                respond(results)
-
-            op = DelayedProduce(timeout_ms, statuses, self.check_enough_replicas, on_done)
-            keys = [TopicPartitionOperationKey(tp.topic, tp.partition) for tp in results]
-            self.produce_purgatory.try_complete_else_watch(op, keys)
+            self.delay_produce(timeout_ms, results, respond)
             return
         respond(results)
+
+    def delay_produce(self, timeout_ms: int, results: dict[TopicPartition, PartitionResponse],
+                      respond: Callable[[dict[TopicPartition, PartitionResponse]], None]) -> None:
+        """An acks=-1 answer that waits for the replicas: a :class:`DelayedProduce` on ``results``' partitions,
+        which calls ``respond`` with their final error codes (at once when they are replicated by now)."""
+        statuses: dict[Hashable, ProducePartitionStatus] = {
+            tp: ProducePartitionStatus(r.last_offset + 1, r.error_code, False) for tp, r in results.items()
+        }
+
+        def on_done(final: dict[Hashable, ProducePartitionStatus]) -> None:
+            for tp2, st2 in final.items():
+                assert isinstance(tp2, TopicPartition)
+                results[tp2].error_code = st2.error_code
+            respond(results)
+
+        op = DelayedProduce(timeout_ms, statuses, self.check_enough_replicas, on_done)
+        keys = [TopicPartitionOperationKey(tp.topic, tp.partition) for tp in results]
+        self.produce_purgatory.try_complete_else_watch(op, keys)
 
     def _all_replicated(self, appended: list[tuple[TopicPartition, Log]],
                         results: dict[TopicPartition, PartitionResponse]) -> bool:
@@ -338,12 +361,15 @@ class ReplicaManager:
             counter = self._counter(name)
         counter.inc(n)
 
-    def _append_counters_pair(self) -> tuple[Counter, Counter]:
-        """BytesIn and MessagesIn (there are metrics), counted together under one lock on every append."""
-        assert self.metrics is not None
-        bytes_in, messages_in = self.metrics.counters("kafka_server_BrokerTopicMetrics_BytesIn_total",
-                                                      "kafka_server_BrokerTopicMetrics_MessagesIn_total")
-        return bytes_in, messages_in
+    def append_counters(self) -> tuple[Counter, Counter]:
+        """BytesIn and MessagesIn (there are metrics), counted together under one lock on every append (made at the
+        first ask; the compiled produce append asks once too)."""
+        counters = self._append_counters
+        if counters is None:
+            assert self.metrics is not None
+            bytes_in, messages_in = self.metrics.counters(*_APPEND_COUNTERS)
+            counters = self._append_counters = bytes_in, messages_in
+        return counters
 
     def _counter(self, name: str) -> Counter:
         """The broker counter ``name`` (there are metrics)."""
@@ -397,27 +423,32 @@ class ReplicaManager:
             # (unpacked rather than read by field name: a named tuple's field read by name is a generic attribute lookup on 3.11)
             first_offset, last_offset, _, _, log_append_time, log_start_offset, _, _, _ = info
             if first_offset < 0:
-                raise CorruptRecordError("produce request has no record batches")
-        except KafkaError as e:
-            code = error_code(e)
-            record_errors = list(getattr(e, "record_errors", []) or [])
-            self._count("kafka_server_BrokerTopicMetrics_FailedProduceRequests_total", 1)
-            log.debug("event=append_failed partition=%s error=%r", tp, e)
-            return PartitionResponse(error_code=code, error_message=error_message(e), record_errors=record_errors), None
+                raise CorruptRecordError(NO_RECORD_BATCHES)
         except Exception as e:
-            log.exception("event=append_failed partition=%s", tp)
-            return PartitionResponse(error_code=error_code(e), error_message=error_message(e)), None
+            return self.append_failed(tp, e), None
         if client:
             # a name that passed both checks above, of a topic that exists (so the set stays small)
             self._client_topics.add(topic)
         if self.metrics is not None:
             counters = self._append_counters
             if counters is None:
-                counters = self._append_counters = self._append_counters_pair()
+                counters = self.append_counters()
             inc_pair(counters[0], records.nbytes if records.__class__ is memoryview else _records_size(records),
                      counters[1], last_offset - first_offset + 1)
         # error code, base offset, log append time, log start offset, record errors, error message, last offset
         return _new_partition_response(0, first_offset, log_append_time, log_start_offset, [], None, last_offset), lg
+
+    def append_failed(self, tp: TopicPartition, e: Exception) -> PartitionResponse:
+        """The result of a client append to ``tp`` that raised ``e`` (counted as a failed produce when a KafkaError,
+        logged with its traceback otherwise); the compiled produce append's too."""
+        if isinstance(e, KafkaError):
+            record_errors = list(getattr(e, "record_errors", []) or [])
+            self._count("kafka_server_BrokerTopicMetrics_FailedProduceRequests_total", 1)
+            log.debug("event=append_failed partition=%s error=%r", tp, e)
+            return PartitionResponse(error_code=error_code(e), error_message=error_message(e),
+                                     record_errors=record_errors)
+        log.error("event=append_failed partition=%s", tp, exc_info=e)
+        return PartitionResponse(error_code=error_code(e), error_message=error_message(e))
 
     # --- fetch --------------------------------------------------------------------------------------
 

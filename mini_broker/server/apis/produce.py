@@ -143,6 +143,20 @@ def handle(apis: KafkaApis, request: Request) -> None:
     assert isinstance(body, ProduceRequest)
     version = request.context.api_version
     broker = apis.broker
+    rm = broker.replica_manager
+    appender = rm.client_appender
+    if appender is not None and broker.authorizer is None and _native.kernel is not None:
+        # a single broker's common request (one partition, no transaction, acks 1 or -1) appended in one compiled call
+        # (see mini_broker.server.produce_append); declined (None): the reference below
+        done = appender.append(body, rm)
+        if done is not None:
+            one, results, pending = done
+            if pending is None:
+                _respond(apis, broker, request, body.acks, version, one, None, results)
+            else:
+                rm.delay_produce(body.timeout_ms, results, partial(
+                    _respond, apis, broker, request, body.acks, version, one, None))
+            return
     order: list[TopicPartition] = []
     entries: list[tuple[TopicPartition, object]] = []
     duplicate = False

@@ -30,7 +30,9 @@
  *             its channel, ChannelSend, SendReadiness);
  *   broker:   broker_produce_request, broker_request_times, broker_produce_response, broker_log_index,
  *             broker_log_append (a segment's append state SegmentTail, the producer state's next-batch check),
- *             broker_log_end (a log's end LogEnd: the LEO, the high watermark, a client's common append in one call);
+ *             broker_log_end (a log's end LogEnd: the LEO, the high watermark, a client's common append in one call),
+ *             broker_produce_append (a single broker's common Produce request above the log in one call,
+ *             ProduceAppender);
  *   producer: producer_batch_open (a new batch's opening in one call, BatchOpener: RecordAccumulator.open_batch).
  */
 #define PY_SSIZE_T_CLEAN
@@ -81,6 +83,7 @@ static PyObject *py_read_varint = NULL;
 #include "kernel/broker_log_append.c.h"
 #include "kernel/broker_log_end.c.h"
 #include "kernel/producer_batch_open.c.h"
+#include "kernel/broker_produce_append.c.h"
 
 /* ---- module ---------------------------------------------------------------------------------------- */
 
@@ -163,6 +166,7 @@ static PyMethodDef kernel_methods[] = {
     {"producer_add_next", (PyCFunction)(void (*)(void))k_producer_add_next, METH_FASTCALL, producer_add_next_doc},
     {"log_end", (PyCFunction)(void (*)(void))k_log_end, METH_FASTCALL, log_end_doc},
     {"sender_send_round", (PyCFunction)(void (*)(void))k_sender_send_round, METH_FASTCALL, sender_send_round_doc},
+    {"produce_appender", (PyCFunction)(void (*)(void))k_produce_appender, METH_FASTCALL, produce_appender_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -255,6 +259,11 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_INCREF(&SendReadinessType);
     if (PyModule_AddObject(m, "SendReadiness", (PyObject *)&SendReadinessType) < 0) {
         Py_DECREF(&SendReadinessType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* broker_produce_append.c.h's type */
+    if (PyType_Ready(&ProduceAppenderType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -301,6 +301,14 @@ class Kernel(Protocol):
                 crc32c: Callable[..., int], /) -> Any:
         """Reference: ``mini_broker.log.log_end.LogEnd()`` (its instances are ``LogEndApi``; the compiled one's
         ``append_client`` is ``Log.append``'s common append of a client's one batch)."""
+    # broker_produce_append.c.h
+    def produce_appender(self, topics: object, logs: object, client_topics: object, fetch_purgatory: object,
+                         produce_purgatory: object, make_tp: Callable[..., Any], make_key: Callable[..., Any],
+                         make_response: Callable[..., Any], origin: object, leader_epoch: int,
+                         no_batches_error: Callable[[str], Exception], no_batches_message: str, single_broker: type,
+                         /) -> Any:
+        """Reference: ``mini_broker.server.apis.produce.handle`` down to ``ReplicaManager._append_to_local_log`` on a
+        single broker (its instances are ``mini_broker.server.produce_append.ProduceAppender``)."""
 
     def release_once(self, pool: object, size: int, /) -> Callable[[], None]:
         """Reference: ``pykafka_client.network.transport.memory_pool._Release(pool, size)``."""

@@ -1,0 +1,552 @@
+/* A single broker's common Produce request above the log in one call, ProduceAppender (made by
+ * mini_broker/server/produce_append.py; the reference is the Python path it skips: mini_broker/server/apis/produce.py's
+ * handle and ReplicaManager.append_records / _append_to_local_log with the single broker's append_as_leader). It takes,
+ * on a replica manager whose replication is the single broker's, a request without a transactional id, acks 1 or -1,
+ * one topic with one partition whose records are one memoryview of a non-transactional v2 batch, on a topic a client
+ * append found valid before and a partition the metadata cache knows and the log manager holds, not compacted. It
+ * reads the request's fields, looks the partition and its log up in the maps it is lent (the metadata cache's topics,
+ * the log manager's logs, the replica manager's valid client topic names), appends through the log's public append
+ * (the single broker's append_as_leader), counts BytesIn / MessagesIn (metrics.inc_pair), builds the PartitionResponse,
+ * wakes the purgatories' operations watching the partition and, for acks=-1, reads the high watermark (the single
+ * broker's check_enough_replicas). It declines (None, nothing done) before the append for anything else; after it, an
+ * append that raised is answered by the replica manager's append_failed (the reference's except branches).
+ * Uses no earlier part (its look at the batch header reads the two bytes any_transactional reads). */
+
+typedef struct {
+    PyObject_HEAD
+    /* lent maps: topic name -> TopicMetadata, (topic, partition) -> Log, the valid client topic names */
+    PyObject *topics, *logs, *client_topics;
+    /* the purgatories whose operations an append wakes */
+    PyObject *fetch_purgatory, *produce_purgatory;
+    /* constructors: TopicPartition, TopicPartitionOperationKey (from a TopicPartition), PartitionResponse (positional) */
+    PyObject *make_tp, *make_key, *make_response;
+    /* Log.append's keyword values: the client origin, the leader epoch, True (raise the high watermark) */
+    PyObject *origin, *leader_epoch;
+    /* the replica manager's BytesIn / MessagesIn counter pair, once asked (append_counters) */
+    PyObject *counters;
+    /* CorruptRecordError and its message for an append that found no batch */
+    PyObject *no_batches_error, *no_batches_message;
+    /* the single broker's replication strategy's class (another replica manager's strategy: declined) */
+    PyObject *single_broker;
+} ProduceAppenderObject;
+
+static PyObject *pa_str_transactional_id, *pa_str_acks, *pa_str_topic_data, *pa_str_name, *pa_str_partition_data,
+    *pa_str_index, *pa_str_records, *pa_str_num_partitions, *pa_str_append_checks, *pa_str_compacted, *pa_str_append,
+    *pa_str_append_failed, *pa_str_has_watched, *pa_str_check_and_complete, *pa_str_high_watermark, *pa_str_lock,
+    *pa_str_value, *pa_str_inc, *pa_str_replication, *pa_str_metrics, *pa_str_append_counters, *pa_str_enter, *pa_str_exit, *pa_kwnames;
+
+#define PA_OBJECTS(X)                                                                                                  \
+    X(topics) X(logs) X(client_topics) X(fetch_purgatory) X(produce_purgatory) X(make_tp) X(make_key)                \
+    X(make_response) X(origin) X(leader_epoch) X(counters) X(no_batches_error)                  \
+    X(no_batches_message) X(single_broker)
+
+static int pa_traverse(ProduceAppenderObject *self, visitproc visit, void *arg)
+{
+#define PA_VISIT(f) Py_VISIT(self->f);
+    PA_OBJECTS(PA_VISIT)
+#undef PA_VISIT
+    return 0;
+}
+
+static int pa_clear(ProduceAppenderObject *self)
+{
+#define PA_CLEAR(f) Py_CLEAR(self->f);
+    PA_OBJECTS(PA_CLEAR)
+#undef PA_CLEAR
+    return 0;
+}
+
+static void pa_dealloc(ProduceAppenderObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    pa_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The only item of a list attribute, borrowed from the new reference *holder (NULL, no error: not a one-item list). */
+static PyObject *pa_only_item(PyObject *obj, PyObject *name, PyObject **holder)
+{
+    PyObject *list = PyObject_GetAttr(obj, name);
+    *holder = list;
+    if (list == NULL)
+        return NULL;
+    if (!PyList_CheckExact(list) || PyList_GET_SIZE(list) != 1)
+        return NULL;
+    return PyList_GET_ITEM(list, 0);
+}
+
+/* Whether ``records`` is a C-contiguous one-dimensional memoryview of unsigned bytes holding at least a v2 batch
+ * header whose magic is 2 and whose transactional bit is clear: 1; 0 otherwise (no error). */
+static int pa_plain_records(PyObject *records, Py_ssize_t *size)
+{
+    if (!PyMemoryView_Check(records))
+        return 0;
+    Py_buffer view;
+    if (PyObject_GetBuffer(records, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    int ok = view.ndim == 1 && view.itemsize == 1 && (view.format == NULL || strcmp(view.format, "B") == 0) &&
+             view.len >= 61 && ((const uint8_t *)view.buf)[16] == 2 && !(((const uint8_t *)view.buf)[22] & 0x10);
+    *size = view.len;
+    PyBuffer_Release(&view);
+    return ok;
+}
+
+/* metrics.inc_pair(bytes_in, nbytes, messages_in, count) on the replica manager's pair (asked once: its
+ * append_counters()), where it has metrics. */
+static int pa_count(ProduceAppenderObject *self, PyObject *rm, Py_ssize_t nbytes, long long count)
+{
+    PyObject *metrics = PyObject_GetAttr(rm, pa_str_metrics);
+    if (metrics == NULL)
+        return -1;
+    Py_DECREF(metrics);
+    if (metrics == Py_None)
+        return 0;
+    if (self->counters == NULL) {
+        PyObject *pair = PyObject_CallMethodNoArgs(rm, pa_str_append_counters);
+        if (pair == NULL)
+            return -1;
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            Py_DECREF(pair);
+            PyErr_SetString(PyExc_TypeError, "append_counters must return a pair");
+            return -1;
+        }
+        if (self->counters == NULL)
+            self->counters = pair;
+        else
+            Py_DECREF(pair); /* another thread asked meanwhile: the same pair */
+    }
+    PyObject *first = PyTuple_GET_ITEM(self->counters, 0), *second = PyTuple_GET_ITEM(self->counters, 1);
+    PyObject *lock = PyObject_GetAttr(first, pa_str_lock);
+    if (lock == NULL)
+        return -1;
+    PyObject *other = PyObject_GetAttr(second, pa_str_lock);
+    if (other == NULL) {
+        Py_DECREF(lock);
+        return -1;
+    }
+    Py_DECREF(other);
+    PyObject *n = PyLong_FromSsize_t(nbytes), *m = PyLong_FromLongLong(count);
+    int rc = -1;
+    if (n == NULL || m == NULL)
+        goto done;
+    if (lock != other) {
+        /* counters made apart: first.inc(n), then second.inc(m) */
+        PyObject *r = PyObject_CallMethodOneArg(first, pa_str_inc, n);
+        if (r == NULL)
+            goto done;
+        Py_DECREF(r);
+        r = PyObject_CallMethodOneArg(second, pa_str_inc, m);
+        if (r == NULL)
+            goto done;
+        Py_DECREF(r);
+        rc = 0;
+        goto done;
+    }
+    PyObject *r = PyObject_CallMethodNoArgs(lock, pa_str_enter);
+    if (r == NULL)
+        goto done;
+    Py_DECREF(r);
+    PyObject *pairs[2][2] = {{first, n}, {second, m}};
+    int failed = 0;
+    for (int i = 0; i < 2 && !failed; i++) {
+        PyObject *value = PyObject_GetAttr(pairs[i][0], pa_str_value);
+        PyObject *sum = value == NULL ? NULL : PyNumber_Add(value, pairs[i][1]);
+        Py_XDECREF(value);
+        if (sum == NULL || PyObject_SetAttr(pairs[i][0], pa_str_value, sum) < 0)
+            failed = 1;
+        Py_XDECREF(sum);
+    }
+    /* the lock's __exit__ with no exception (the counters' update cannot raise but on memory) */
+    PyObject *exc_type = NULL, *exc_value = NULL, *exc_tb = NULL;
+    if (failed)
+        PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    r = PyObject_CallMethodObjArgs(lock, pa_str_exit, Py_None, Py_None, Py_None, NULL);
+    if (failed) {
+        Py_XDECREF(r);
+        PyErr_Restore(exc_type, exc_value, exc_tb);
+        goto done;
+    }
+    if (r == NULL)
+        goto done;
+    Py_DECREF(r);
+    rc = 0;
+done:
+    Py_DECREF(lock);
+    Py_XDECREF(n);
+    Py_XDECREF(m);
+    return rc;
+}
+
+/* The purgatories' check_and_complete(key) for the partition appended, when either watched an operation. */
+static int pa_wake(ProduceAppenderObject *self, PyObject *tp)
+{
+    int watched = 0;
+    PyObject *purgatories[2] = {self->fetch_purgatory, self->produce_purgatory};
+    for (int i = 0; i < 2 && !watched; i++) {
+        PyObject *flag = PyObject_GetAttr(purgatories[i], pa_str_has_watched);
+        if (flag == NULL)
+            return -1;
+        watched = PyObject_IsTrue(flag);
+        Py_DECREF(flag);
+        if (watched < 0)
+            return -1;
+    }
+    if (!watched)
+        return 0;
+    PyObject *key = PyObject_CallOneArg(self->make_key, tp);
+    if (key == NULL)
+        return -1;
+    for (int i = 0; i < 2; i++) {
+        PyObject *r = PyObject_CallMethodOneArg(purgatories[i], pa_str_check_and_complete, key);
+        if (r == NULL) {
+            Py_DECREF(key);
+            return -1;
+        }
+        Py_DECREF(r);
+    }
+    Py_DECREF(key);
+    return 0;
+}
+
+PyDoc_STRVAR(pa_append_doc,
+"append(body, replica_manager, /) -> tuple | None\n\n"
+"A single broker's common Produce request (``body``, a ProduceRequest) appended and answered up to its results:\n"
+"(order, results, pending) with order [tp], results {tp: PartitionResponse} and pending None when the answer may go\n"
+"now, else the Log appended to (acks=-1, the high watermark not past the append yet: the replica manager delays the\n"
+"answer). None, nothing done, for any other request (see the part's opening comment). ``replica_manager``: its\n"
+"replication (declined unless the single broker's), its metrics and append_counters() (BytesIn / MessagesIn, asked\n"
+"once) and append_failed(tp, error), which answers an append that raised (not kept).");
+
+static PyObject *pa_append(ProduceAppenderObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "append takes 2 arguments");
+        return NULL;
+    }
+    PyObject *body = args[0], *rm = args[1];
+    PyObject *out = NULL, *v = NULL, *topic_data = NULL, *partition_data = NULL, *name = NULL, *index = NULL;
+    PyObject *records = NULL, *md = NULL, *tp = NULL, *lg = NULL, *info = NULL, *result = NULL;
+
+    /* ---- the checks: nothing changes before the append ---- */
+    v = PyObject_GetAttr(rm, pa_str_replication);
+    if (v == NULL)
+        goto error;
+    if ((PyObject *)Py_TYPE(v) != self->single_broker)
+        goto decline;
+    Py_DECREF(v);
+    v = PyObject_GetAttr(body, pa_str_transactional_id);
+    if (v == NULL)
+        goto error;
+    if (v != Py_None)
+        goto decline;
+    Py_DECREF(v);
+    v = PyObject_GetAttr(body, pa_str_acks);
+    if (v == NULL)
+        goto error;
+    if (!PyLong_CheckExact(v))
+        goto decline;
+    long acks = PyLong_AsLong(v);
+    if (acks == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        goto decline;
+    }
+    if (acks != 1 && acks != -1)
+        goto decline;
+    Py_CLEAR(v);
+    PyObject *t = pa_only_item(body, pa_str_topic_data, &topic_data);
+    if (t == NULL)
+        goto check_error;
+    name = PyObject_GetAttr(t, pa_str_name);
+    if (name == NULL)
+        goto error;
+    if (!PyUnicode_CheckExact(name))
+        goto decline;
+    PyObject *p = pa_only_item(t, pa_str_partition_data, &partition_data);
+    if (p == NULL)
+        goto check_error;
+    index = PyObject_GetAttr(p, pa_str_index);
+    if (index == NULL)
+        goto error;
+    if (!PyLong_CheckExact(index))
+        goto decline;
+    long partition = PyLong_AsLong(index);
+    if (partition == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        goto decline;
+    }
+    records = PyObject_GetAttr(p, pa_str_records);
+    if (records == NULL)
+        goto error;
+    Py_ssize_t nbytes = 0;
+    if (!pa_plain_records(records, &nbytes))
+        goto decline;
+    int valid = PySet_Contains(self->client_topics, name);
+    if (valid < 0)
+        goto error;
+    if (!valid)
+        goto decline;
+    md = PyDict_GetItemWithError(self->topics, name);
+    if (md == NULL) {
+        if (PyErr_Occurred())
+            goto error;
+        goto decline;
+    }
+    Py_INCREF(md);
+    v = PyObject_GetAttr(md, pa_str_num_partitions);
+    if (v == NULL)
+        goto error;
+    if (!PyLong_CheckExact(v))
+        goto decline;
+    long num_partitions = PyLong_AsLong(v);
+    if (num_partitions == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        goto decline;
+    }
+    Py_CLEAR(v);
+    if (partition < 0 || partition >= num_partitions)
+        goto decline;
+    {
+        PyObject *pair[2] = {name, index};
+        tp = PyObject_Vectorcall(self->make_tp, pair, 2, NULL);
+    }
+    if (tp == NULL)
+        goto error;
+    lg = PyDict_GetItemWithError(self->logs, tp);
+    if (lg == NULL) {
+        if (PyErr_Occurred())
+            goto error;
+        goto decline;
+    }
+    Py_INCREF(lg);
+    v = PyObject_GetAttr(lg, pa_str_append_checks);
+    if (v == NULL)
+        goto error;
+    PyObject *compacted = PyObject_GetAttr(v, pa_str_compacted);
+    if (compacted == NULL)
+        goto error;
+    int is_compacted = PyObject_IsTrue(compacted);
+    Py_DECREF(compacted);
+    if (is_compacted < 0)
+        goto error;
+    if (is_compacted)
+        goto decline;
+    Py_CLEAR(v);
+
+    /* ---- the append (the single broker's append_as_leader) and its result ---- */
+    {
+        PyObject *call[5] = {lg, records, self->origin, self->leader_epoch, Py_True};
+        info = PyObject_VectorcallMethod(pa_str_append, call, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, pa_kwnames);
+    }
+    long long first = -1, last = -1;
+    int appended = 0;
+    if (info == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception))
+            goto error;
+        PyObject *exc_type, *exc_value, *exc_tb;
+        PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+        PyErr_NormalizeException(&exc_type, &exc_value, &exc_tb);
+        if (exc_tb != NULL)
+            PyException_SetTraceback(exc_value, exc_tb);
+        Py_XDECREF(exc_type);
+        Py_XDECREF(exc_tb);
+        result = PyObject_CallMethodObjArgs(rm, pa_str_append_failed, tp, exc_value, NULL);
+        Py_XDECREF(exc_value);
+        if (result == NULL)
+            goto error;
+    } else {
+        if (!PyTuple_Check(info) || PyTuple_GET_SIZE(info) != 9) {
+            PyErr_SetString(PyExc_TypeError, "Log.append must return a LogAppendInfo");
+            goto error;
+        }
+        first = PyLong_AsLongLong(PyTuple_GET_ITEM(info, 0));
+        if (first == -1 && PyErr_Occurred())
+            goto error;
+        last = PyLong_AsLongLong(PyTuple_GET_ITEM(info, 1));
+        if (last == -1 && PyErr_Occurred())
+            goto error;
+        if (first < 0) {
+            PyObject *err = PyObject_CallOneArg(self->no_batches_error, self->no_batches_message);
+            if (err == NULL)
+                goto error;
+            result = PyObject_CallMethodObjArgs(rm, pa_str_append_failed, tp, err, NULL);
+            Py_DECREF(err);
+            if (result == NULL)
+                goto error;
+        } else {
+            appended = 1;
+            if (pa_count(self, rm, nbytes, last - first + 1) < 0)
+                goto error;
+            PyObject *empty = PyList_New(0), *zero = PyLong_FromLong(0);
+            if (empty == NULL || zero == NULL) {
+                Py_XDECREF(empty);
+                Py_XDECREF(zero);
+                goto error;
+            }
+            /* error code, base offset, log append time, log start offset, record errors, error message, last offset */
+            PyObject *fields[7] = {zero, PyTuple_GET_ITEM(info, 0), PyTuple_GET_ITEM(info, 4),
+                                   PyTuple_GET_ITEM(info, 5), empty, Py_None, PyTuple_GET_ITEM(info, 1)};
+            result = PyObject_Vectorcall(self->make_response, fields, 7, NULL);
+            Py_DECREF(empty);
+            Py_DECREF(zero);
+            if (result == NULL)
+                goto error;
+        }
+    }
+    PyObject *order = PyList_New(1);
+    if (order == NULL)
+        goto error;
+    PyList_SET_ITEM(order, 0, Py_NewRef(tp));
+    PyObject *results = PyDict_New();
+    if (results == NULL || PyDict_SetItem(results, tp, result) < 0) {
+        Py_DECREF(order);
+        Py_XDECREF(results);
+        goto error;
+    }
+    PyObject *pending = Py_None;
+    if (appended) {
+        if (pa_wake(self, tp) < 0) {
+            Py_DECREF(order);
+            Py_DECREF(results);
+            goto error;
+        }
+        if (acks == -1) {
+            /* the single broker's check_enough_replicas: the high watermark at or past the append's end */
+            PyObject *hw = PyObject_GetAttr(lg, pa_str_high_watermark);
+            long long mark = hw == NULL ? -1 : PyLong_AsLongLong(hw);
+            Py_XDECREF(hw);
+            if (mark == -1 && PyErr_Occurred()) {
+                Py_DECREF(order);
+                Py_DECREF(results);
+                goto error;
+            }
+            if (mark < last + 1)
+                pending = lg;
+        }
+    }
+    out = PyTuple_Pack(3, order, results, pending);
+    Py_DECREF(order);
+    Py_DECREF(results);
+    goto done;
+
+check_error:
+    if (PyErr_Occurred())
+        goto error;
+decline:
+    Py_INCREF(Py_None);
+    out = Py_None;
+    goto done;
+error:
+    out = NULL;
+done:
+    Py_XDECREF(v);
+    Py_XDECREF(topic_data);
+    Py_XDECREF(partition_data);
+    Py_XDECREF(name);
+    Py_XDECREF(index);
+    Py_XDECREF(records);
+    Py_XDECREF(md);
+    Py_XDECREF(tp);
+    Py_XDECREF(lg);
+    Py_XDECREF(info);
+    Py_XDECREF(result);
+    return out;
+}
+
+static PyMethodDef pa_methods[] = {
+    {"append", (PyCFunction)(void (*)(void))pa_append, METH_FASTCALL, pa_append_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ProduceAppenderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pykafka_client.protocol.records._kernel.ProduceAppender",
+    .tp_basicsize = sizeof(ProduceAppenderObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A single broker's common Produce request above the log in one call (see produce_appender).",
+    .tp_traverse = (traverseproc)pa_traverse,
+    .tp_clear = (inquiry)pa_clear,
+    .tp_dealloc = (destructor)pa_dealloc,
+    .tp_methods = pa_methods,
+};
+
+static int pa_strings(void)
+{
+    if (pa_kwnames != NULL)
+        return 0;
+#define PA_STR(var, text)                                                                                              \
+    if ((var = PyUnicode_InternFromString(text)) == NULL)                                                              \
+        return -1;
+    PA_STR(pa_str_transactional_id, "transactional_id")
+    PA_STR(pa_str_acks, "acks")
+    PA_STR(pa_str_topic_data, "topic_data")
+    PA_STR(pa_str_name, "name")
+    PA_STR(pa_str_partition_data, "partition_data")
+    PA_STR(pa_str_index, "index")
+    PA_STR(pa_str_records, "records")
+    PA_STR(pa_str_num_partitions, "num_partitions")
+    PA_STR(pa_str_append_checks, "append_checks")
+    PA_STR(pa_str_compacted, "compacted")
+    PA_STR(pa_str_append, "append")
+    PA_STR(pa_str_append_failed, "append_failed")
+    PA_STR(pa_str_has_watched, "has_watched")
+    PA_STR(pa_str_check_and_complete, "check_and_complete")
+    PA_STR(pa_str_high_watermark, "high_watermark")
+    PA_STR(pa_str_lock, "lock")
+    PA_STR(pa_str_value, "value")
+    PA_STR(pa_str_inc, "inc")
+    PA_STR(pa_str_replication, "replication")
+    PA_STR(pa_str_metrics, "metrics")
+    PA_STR(pa_str_append_counters, "append_counters")
+    PA_STR(pa_str_enter, "__enter__")
+    PA_STR(pa_str_exit, "__exit__")
+#undef PA_STR
+    pa_kwnames = Py_BuildValue("(sss)", "origin", "leader_epoch", "raise_high_watermark");
+    return pa_kwnames == NULL ? -1 : 0;
+}
+
+PyDoc_STRVAR(produce_appender_doc,
+"produce_appender(topics, logs, client_topics, fetch_purgatory, produce_purgatory, make_tp, make_key,\n"
+"                 make_response, origin, leader_epoch, no_batches_error, no_batches_message,\n"
+"                 single_broker, /)\n"
+"    -> ProduceAppender\n\n"
+"Reference: mini_broker/server/apis/produce.py's handle down to ReplicaManager._append_to_local_log on a single\n"
+"broker. Lent: the metadata cache's topics by name, the log manager's logs by (topic, partition), the replica\n"
+"manager's valid client topic names, its purgatories; the constructors of TopicPartition, of an operation key from\n"
+"one, of PartitionResponse (positional, in field order); Log.append's origin and leader epoch; CorruptRecordError\n"
+"and its no-batch message; the single broker's replication strategy's class (a replica manager whose strategy is of\n"
+"another class: declined). Nothing that refers to the replica manager: each append is passed it.");
+
+static PyObject *k_produce_appender(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "produce_appender takes 13 arguments");
+        return NULL;
+    }
+    if (!PyDict_CheckExact(args[0]) || !PyDict_CheckExact(args[1]) || !PySet_CheckExact(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "produce_appender: topics and logs must be dicts, client_topics a set");
+        return NULL;
+    }
+    if (pa_strings() < 0)
+        return NULL;
+    ProduceAppenderObject *o = PyObject_GC_New(ProduceAppenderObject, &ProduceAppenderType);
+    if (o == NULL)
+        return NULL;
+    o->topics = Py_NewRef(args[0]);
+    o->logs = Py_NewRef(args[1]);
+    o->client_topics = Py_NewRef(args[2]);
+    o->fetch_purgatory = Py_NewRef(args[3]);
+    o->produce_purgatory = Py_NewRef(args[4]);
+    o->make_tp = Py_NewRef(args[5]);
+    o->make_key = Py_NewRef(args[6]);
+    o->make_response = Py_NewRef(args[7]);
+    o->origin = Py_NewRef(args[8]);
+    o->leader_epoch = Py_NewRef(args[9]);
+    o->counters = NULL;
+    o->no_batches_error = Py_NewRef(args[10]);
+    o->no_batches_message = Py_NewRef(args[11]);
+    o->single_broker = Py_NewRef(args[12]);
+    PyObject_GC_Track(o);
+    return (PyObject *)o;
+}
