@@ -273,23 +273,26 @@ class NetworkClient(ConnectionFailures):
 
     def _new_send_state(self) -> ClientSendState:
         """The kernel's ClientSendPath when the kernel is on, the selector a real Selector (its compiled send and
-        readiness made) and this class's ready and send NetworkClient's: this client's ready and send are then the
-        path's (instance attributes: no Python frame on their common case, the rest through the methods below, the
+        readiness made) and this class's ready, new_client_request and send NetworkClient's: this client's ready,
+        new_client_request and send are then the path's (instance attributes: no Python frame on their common case, the rest through the methods below, the
         reference); else the reference state."""
         kernel = _native.kernel
         paths = self._paths
         if (
             kernel is None or paths.send is None or paths.can_send is None
             or type(self).ready is not NetworkClient.ready or type(self).send is not NetworkClient.send
+            or type(self).new_client_request is not NetworkClient.new_client_request
         ):
             return ClientSendState()
         path: ClientSendState = kernel.ClientSendPath(
             self, NetworkClient.ready, NetworkClient._do_send, paths.can_send, paths.send, paths.encoders,
             encode_request_frame, encode_reference_frame, _new_network_send, _new_in_flight_request, RequestHeaderInfo,
+            NetworkClient.new_client_request, self._correlation_ids, _new_client_request,
         )
         # (the path holds this client weakly: no cycle through these bound methods of it)
         self.ready = path.ready  # type: ignore[attr-defined,method-assign]  # the compiled ready, its reference the method
         self.send = path.send  # type: ignore[attr-defined,method-assign]  # the compiled send, its reference _do_send
+        self.new_client_request = path.new_client_request  # type: ignore[attr-defined,method-assign]  # (its reference the method)
         return path
 
     # --- connection management -----------------------------------------------------------------

@@ -2,7 +2,8 @@
  * _kernel.c).
  *
  * ClientSendPath(client, ready_reference, send_reference, can_send, channel_send, encoders, general_encoder,
- * reference_encoder, new_network_send, new_in_flight_request, header_type) owns what NetworkClient.ready and
+ * reference_encoder, new_network_send, new_in_flight_request, header_type, new_request_reference, correlation_ids,
+ * new_client_request) owns what NetworkClient.ready and
  * NetworkClient.send (its _do_send) keep between them: the ready cache (ready_node, ready_at_ms: the node and time
  * ready() last found ready to take a request, forgotten by forget_ready() where anything changes what it read),
  * the versions chosen (versions_chosen: (node id, body type, oldest, latest allowed version) -> (the node's
@@ -26,6 +27,13 @@
  * again and fails the request) is send_reference(client, request, now_ms) (NetworkClient._do_send), nothing changed
  * before it.
  *
+ * new_client_request(node_id, body, created_time_ms[, expect_response[, request_timeout_ms[, callback]]][,
+ * oldest_allowed_version=..., latest_allowed_version=...]): NetworkClient.new_client_request's common case: the id
+ * drawn from correlation_ids.next_or_none() (not None), the client's client_id and, for a request_timeout_ms None,
+ * its default_request_timeout_ms, the ClientRequest built by new_client_request (every field, positional). Other
+ * arguments, and a draw of None (the counter at the reserved range: its next() wraps it), are
+ * new_request_reference(client, ...) (NetworkClient.new_client_request).
+ *
  * Reads and writes only public attributes. Uses slot_access (compact_int) and client_channel_send (SendReadinessType,
  * sr_can_send, ChannelSendType, cs_send_request). */
 
@@ -33,12 +41,13 @@ enum {
     CSP_HOST, CSP_PORT, CSP_ID, CSP_METADATA_UPDATER, CSP_UPDATE_DEADLINE, CSP_NO_UPDATE_BEFORE_MS,
     CSP_IN_FLIGHT_REQUESTS, CSP_DESTINATION, CSP_BODY, CSP_CORRELATION_ID, CSP_CLIENT_ID, CSP_CREATED_TIME_MS,
     CSP_EXPECT_RESPONSE, CSP_REQUEST_TIMEOUT_MS, CSP_CALLBACK, CSP_OLDEST, CSP_LATEST, CSP_API_VERSIONS, CSP_BY_NODE,
-    CSP_API_KEY, CSP_COUNT
+    CSP_API_KEY, CSP_NEXT_OR_NONE, CSP_CLIENT_ID_OF_CLIENT, CSP_DEFAULT_TIMEOUT, CSP_COUNT
 };
 static const char *const csp_attr_names[CSP_COUNT] = {
     "host", "port", "id", "metadata_updater", "update_deadline", "no_update_before_ms", "in_flight_requests",
     "destination", "body", "correlation_id", "client_id", "created_time_ms", "expect_response", "request_timeout_ms",
     "callback", "oldest_allowed_version", "latest_allowed_version", "api_versions", "by_node", "API_KEY",
+    "next_or_none", "client_id", "default_request_timeout_ms",
 };
 static PyObject *csp_attr[CSP_COUNT];
 static slot_cache csp_cache[CSP_COUNT];
@@ -58,6 +67,7 @@ typedef struct {
     PyObject *channel_send;    /* ChannelSend.send (bound) */
     PyObject *encoders;        /* dict: body type -> compiled encoder */
     PyObject *general_encoder, *reference_encoder, *new_network_send, *new_in_flight_request, *header_type;
+    PyObject *new_request_reference, *correlation_ids, *new_client_request;
 } ClientSendPathObject;
 
 static PyTypeObject ClientSendPathType;
@@ -420,23 +430,67 @@ static PyObject *csp_send(PyObject *op, PyObject *const *args, size_t nargsf, Py
     return csp_decline(self, self->send_reference, args, nargsf, kwnames);
 }
 
-static PyObject *csp_forget_ready(PyObject *op, PyObject *unused)
+static PyObject *csp_new_client_request(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    Py_CLEAR(((ClientSendPathObject *)op)->ready_node);
-    Py_RETURN_NONE;
+    ClientSendPathObject *self = (ClientSendPathObject *)op;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *oldest = Py_None, *latest = Py_None;
+    int common = nargs >= 3 && nargs <= 6;
+    for (Py_ssize_t k = 0; k < nkw && common; k++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+        if (name == csp_attr[CSP_OLDEST] && oldest == Py_None)
+            oldest = args[nargs + k];
+        else if (name == csp_attr[CSP_LATEST] && latest == Py_None)
+            latest = args[nargs + k];
+        else
+            common = 0; /* (another name, one not interned, or one given twice: the reference's) */
+    }
+    if (!common)
+        return csp_decline(self, self->new_request_reference, args, nargsf, kwnames);
+    PyObject *client = csp_client(self);
+    if (client == NULL)
+        return NULL;
+    PyObject *draw = csp_get(self->correlation_ids, CSP_NEXT_OR_NONE);
+    PyObject *cid = draw == NULL ? NULL : PyObject_CallNoArgs(draw);
+    Py_XDECREF(draw);
+    if (cid == NULL) {
+        Py_DECREF(client);
+        return NULL;
+    }
+    if (cid == Py_None) { /* the counter reached the reserved range: the reference wraps it */
+        Py_DECREF(cid);
+        Py_DECREF(client);
+        return csp_decline(self, self->new_request_reference, args, nargsf, kwnames);
+    }
+    PyObject *client_id = csp_get(client, CSP_CLIENT_ID_OF_CLIENT);
+    PyObject *timeout = nargs > 4 && args[4] != Py_None ? Py_NewRef(args[4])
+                        : client_id == NULL ? NULL : csp_get(client, CSP_DEFAULT_TIMEOUT);
+    PyObject *r = NULL;
+    if (client_id != NULL && timeout != NULL) {
+        PyObject *fields[10] = {args[0], args[1], cid, client_id, args[2], nargs > 3 ? args[3] : Py_True, timeout,
+                                nargs > 5 ? args[5] : Py_None, oldest, latest};
+        r = PyObject_Vectorcall(self->new_client_request, fields, 10, NULL);
+    }
+    Py_XDECREF(timeout);
+    Py_XDECREF(client_id);
+    Py_DECREF(cid);
+    Py_DECREF(client);
+    return r;
 }
 
 static PyObject *csp_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *client, *ready_reference, *send_reference, *can_send, *channel_send, *encoders, *general_encoder;
     PyObject *reference_encoder, *new_network_send, *new_in_flight_request, *header_type;
+    PyObject *new_request_reference, *correlation_ids, *new_client_request;
     static char *kwlist[] = {"client", "ready_reference", "send_reference", "can_send", "channel_send", "encoders",
                              "general_encoder", "reference_encoder", "new_network_send", "new_in_flight_request",
-                             "header_type", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOO!OOOOO!:ClientSendPath", kwlist, &client, &ready_reference,
+                             "header_type", "new_request_reference", "correlation_ids", "new_client_request", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOO!OOOOO!OOO:ClientSendPath", kwlist, &client, &ready_reference,
                                      &send_reference, &can_send, &channel_send, &PyDict_Type, &encoders,
                                      &general_encoder, &reference_encoder, &new_network_send, &new_in_flight_request,
-                                     &PyType_Type, &header_type))
+                                     &PyType_Type, &header_type, &new_request_reference, &correlation_ids,
+                                     &new_client_request))
         return NULL;
     if (!PyType_IsSubtype((PyTypeObject *)header_type, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "ClientSendPath: header_type is not a tuple type");
@@ -469,6 +523,9 @@ static PyObject *csp_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->new_network_send = Py_NewRef(new_network_send);
     self->new_in_flight_request = Py_NewRef(new_in_flight_request);
     self->header_type = Py_NewRef(header_type);
+    self->new_request_reference = Py_NewRef(new_request_reference);
+    self->correlation_ids = Py_NewRef(correlation_ids);
+    self->new_client_request = Py_NewRef(new_client_request);
     return (PyObject *)self;
 }
 
@@ -488,6 +545,9 @@ static int csp_traverse(ClientSendPathObject *self, visitproc visit, void *arg)
     Py_VISIT(self->new_network_send);
     Py_VISIT(self->new_in_flight_request);
     Py_VISIT(self->header_type);
+    Py_VISIT(self->new_request_reference);
+    Py_VISIT(self->correlation_ids);
+    Py_VISIT(self->new_client_request);
     return 0;
 }
 
@@ -507,6 +567,9 @@ static int csp_clear(ClientSendPathObject *self)
     Py_CLEAR(self->new_network_send);
     Py_CLEAR(self->new_in_flight_request);
     Py_CLEAR(self->header_type);
+    Py_CLEAR(self->new_request_reference);
+    Py_CLEAR(self->correlation_ids);
+    Py_CLEAR(self->new_client_request);
     return 0;
 }
 
@@ -522,7 +585,9 @@ static PyMethodDef csp_methods[] = {
      "ready(node, now_ms): NetworkClient.ready (its common case here, the rest through ready_reference)"},
     {"send", (PyCFunction)(void (*)(void))csp_send, METH_FASTCALL | METH_KEYWORDS,
      "send(request, now_ms): NetworkClient.send (its common case here, the rest through send_reference)"},
-    {"forget_ready", csp_forget_ready, METH_NOARGS, "forget_ready(): the ready cache forgotten (ready_node None)"},
+    {"new_client_request", (PyCFunction)(void (*)(void))csp_new_client_request, METH_FASTCALL | METH_KEYWORDS,
+     "new_client_request(node_id, body, created_time_ms, ...): NetworkClient.new_client_request (its common case "
+     "here, the rest through new_request_reference)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -543,9 +608,10 @@ static PyTypeObject ClientSendPathType = {
     .tp_dealloc = (destructor)csp_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = PyDoc_STR("ClientSendPath(client, ready_reference, send_reference, can_send, channel_send, encoders, "
-                        "general_encoder, reference_encoder, new_network_send, new_in_flight_request, header_type): a "
-                        "NetworkClient's send-side state with its ready() and send() (reference: ClientSendState and "
-                        "NetworkClient.ready/_do_send)"),
+                        "general_encoder, reference_encoder, new_network_send, new_in_flight_request, header_type, "
+                        "new_request_reference, correlation_ids, new_client_request): a NetworkClient's send-side "
+                        "state with its ready(), new_client_request() and send() (reference: ClientSendState and "
+                        "NetworkClient.ready/new_client_request/_do_send)"),
     .tp_traverse = (traverseproc)csp_traverse,
     .tp_clear = (inquiry)csp_clear,
     .tp_methods = csp_methods,
