@@ -54,6 +54,7 @@ from pykafka_client.network.client_request import ClientRequest, RequestBody, Re
 from pykafka_client.network.client_response import ClientResponse, RequestHeaderInfo
 from pykafka_client.network.client_send_state import MAX_VERSIONS_CHOSEN, ClientSendState
 from pykafka_client.network.cluster_connection_states import (
+    MAX_DELAY_MS,
     ClusterConnectionStates,
     ConnectionState,
     HostResolver,
@@ -273,8 +274,8 @@ class NetworkClient(ConnectionFailures):
 
     def _new_send_state(self) -> ClientSendState:
         """The kernel's ClientSendPath when the kernel is on, the selector a real Selector (its compiled send and
-        readiness made) and this class's ready, new_client_request and send NetworkClient's: this client's ready,
-        new_client_request and send are then the path's (instance attributes: no Python frame on their common case, the rest through the methods below, the
+        readiness made) and this class's ready, poll_delay_ms, new_client_request and send NetworkClient's: this
+        client's ready, poll_delay_ms, new_client_request and send are then the path's (instance attributes: no Python frame on their common case, the rest through the methods below, the
         reference); else the reference state."""
         kernel = _native.kernel
         paths = self._paths
@@ -282,17 +283,20 @@ class NetworkClient(ConnectionFailures):
             kernel is None or paths.send is None or paths.can_send is None
             or type(self).ready is not NetworkClient.ready or type(self).send is not NetworkClient.send
             or type(self).new_client_request is not NetworkClient.new_client_request
+            or type(self).poll_delay_ms is not NetworkClient.poll_delay_ms
         ):
             return ClientSendState()
         path: ClientSendState = kernel.ClientSendPath(
             self, NetworkClient.ready, NetworkClient._do_send, paths.can_send, paths.send, paths.encoders,
             encode_request_frame, encode_reference_frame, _new_network_send, _new_in_flight_request, RequestHeaderInfo,
-            NetworkClient.new_client_request, self._correlation_ids, _new_client_request,
+            NetworkClient.new_client_request, self._correlation_ids, _new_client_request, NetworkClient.poll_delay_ms,
+            MAX_DELAY_MS,
         )
         # (the path holds this client weakly: no cycle through these bound methods of it)
         self.ready = path.ready  # type: ignore[attr-defined,method-assign]  # the compiled ready, its reference the method
         self.send = path.send  # type: ignore[attr-defined,method-assign]  # the compiled send, its reference _do_send
         self.new_client_request = path.new_client_request  # type: ignore[attr-defined,method-assign]  # (its reference the method)
+        self.poll_delay_ms = path.poll_delay_ms  # type: ignore[attr-defined,method-assign]  # (its reference the method)
         return path
 
     # --- connection management -----------------------------------------------------------------

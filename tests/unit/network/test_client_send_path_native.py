@@ -8,6 +8,7 @@ bytes on the wire and state."""
 from __future__ import annotations
 
 import gc
+import random
 import socket
 import weakref
 from dataclasses import asdict
@@ -26,6 +27,7 @@ from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import HeartbeatRequest
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import Node
+from pykafka_client.utils.time import MockTime
 
 kernel = _native.loaded_kernel()
 pytestmark = pytest.mark.skipif(kernel is None, reason="the kernel is not built")
@@ -43,8 +45,10 @@ class World:
 
     def __init__(self, compiled: bool) -> None:
         self.selector = Selector()
+        # (a clock and a random source of their own: a disconnect's backoff reads both, the same in both worlds)
         self.client = NetworkClient(
-            self.selector, metadata_updater=ManualMetadataUpdater(list(NODES)), discover_broker_versions=False
+            self.selector, metadata_updater=ManualMetadataUpdater(list(NODES)), discover_broker_versions=False,
+            time=MockTime(), rng=random.Random(7),
         )
         if compiled:
             assert type(self.client.send_state) is not ClientSendState
@@ -53,6 +57,7 @@ class World:
             vars(self.client).pop("ready", None)
             vars(self.client).pop("send", None)
             vars(self.client).pop("new_client_request", None)
+            vars(self.client).pop("poll_delay_ms", None)
             self.client.send_state = ClientSendState()
         self.peers: dict[str, socket.socket] = {}
         self.received: dict[str, bytearray] = {}
@@ -106,6 +111,7 @@ _OPS = st.lists(
         st.tuples(st.just("send"), _NODE, st.integers(0, 2), st.sampled_from(["plain", "plain", "plain", "acks0",
                                                                               "internal", "latest1", "kw"])),
         st.tuples(st.just("poll"), st.integers(0, 2)),
+        st.tuples(st.just("poll_delay"), _NODE, st.integers(0, 4)),
         st.tuples(st.just("throttle"), _NODE, st.integers(0, 3)),
         st.tuples(st.just("disconnect"), _NODE),
         st.tuples(st.just("reconnect"), _NODE),
@@ -150,6 +156,8 @@ def _apply(w: World, op: tuple[Any, ...]) -> Any:
     if kind == "poll":
         return [(r.destination, r.request_header, type(r.version_mismatch).__name__, r.was_disconnected)
                 for r in client.poll(0, 1000 + op[1])]
+    if kind == "poll_delay":
+        return client.poll_delay_ms(_node(op[1]), 1000 + op[2])
     if kind == "throttle":
         node = _node(op[1])
         if client.connection_states.node_state(node.id_string) is not None:
@@ -210,6 +218,7 @@ def test_the_client_is_its_path_s_ready_and_send_and_is_freed_by_refcount() -> N
     path = w.client.send_state
     assert w.client.ready == path.ready and w.client.send == path.send  # type: ignore[attr-defined]  # the kernel's
     assert w.client.new_client_request == path.new_client_request  # type: ignore[attr-defined]  # the kernel's
+    assert w.client.poll_delay_ms == path.poll_delay_ms  # type: ignore[attr-defined]  # the kernel's
     client = weakref.ref(w.client)
     w.close()
     gc.disable()

@@ -3,7 +3,7 @@
  *
  * ClientSendPath(client, ready_reference, send_reference, can_send, channel_send, encoders, general_encoder,
  * reference_encoder, new_network_send, new_in_flight_request, header_type, new_request_reference, correlation_ids,
- * new_client_request) owns what NetworkClient.ready and
+ * new_client_request, poll_delay_reference, max_delay_ms) owns what NetworkClient.ready and
  * NetworkClient.send (its _do_send) keep between them: the ready cache (ready_node, ready_at_ms: the node and time
  * ready() last found ready to take a request, forgotten by forget_ready() where anything changes what it read),
  * the versions chosen (versions_chosen: (node id, body type, oldest, latest allowed version) -> (the node's
@@ -14,8 +14,13 @@
  *
  * ready(node, now_ms): NetworkClient.ready's common case: a node with a host and a port >= 0, now_ms before the
  * client's metadata_updater.update_deadline.no_update_before_ms, and can_send(client.in_flight_requests,
- * str(node.id), now_ms) True: the ready cache set, True. Anything else (and any other arguments) is
- * ready_reference(client, node, now_ms) (NetworkClient.ready itself), nothing changed before it.
+ * str(node.id), now_ms) True: the ready cache set, True; False when can_send (a SendReadiness's) says no for a node
+ * whose connection state is READY (it cannot connect: nothing else to do). Anything else (and any other arguments)
+ * is ready_reference(client, node, now_ms) (NetworkClient.ready itself), nothing changed before it.
+ *
+ * poll_delay_ms(node, now_ms): NetworkClient.poll_delay_ms for a node whose connection state (its SendReadiness's
+ * node_states) is READY: the time to the end of its throttle if any, else max_delay_ms; anything else is
+ * poll_delay_reference(client, node, now_ms).
  *
  * send(request, now_ms): NetworkClient.send's (_do_send's) common case: the client active, the request expecting a
  * response, the ready cache holding its destination at now_ms, the version chosen before for its node's current
@@ -41,13 +46,14 @@ enum {
     CSP_HOST, CSP_PORT, CSP_ID, CSP_METADATA_UPDATER, CSP_UPDATE_DEADLINE, CSP_NO_UPDATE_BEFORE_MS,
     CSP_IN_FLIGHT_REQUESTS, CSP_DESTINATION, CSP_BODY, CSP_CORRELATION_ID, CSP_CLIENT_ID, CSP_CREATED_TIME_MS,
     CSP_EXPECT_RESPONSE, CSP_REQUEST_TIMEOUT_MS, CSP_CALLBACK, CSP_OLDEST, CSP_LATEST, CSP_API_VERSIONS, CSP_BY_NODE,
-    CSP_API_KEY, CSP_NEXT_OR_NONE, CSP_CLIENT_ID_OF_CLIENT, CSP_DEFAULT_TIMEOUT, CSP_COUNT
+    CSP_API_KEY, CSP_NEXT_OR_NONE, CSP_CLIENT_ID_OF_CLIENT, CSP_DEFAULT_TIMEOUT, CSP_STATE, CSP_THROTTLE_UNTIL,
+    CSP_COUNT
 };
 static const char *const csp_attr_names[CSP_COUNT] = {
     "host", "port", "id", "metadata_updater", "update_deadline", "no_update_before_ms", "in_flight_requests",
     "destination", "body", "correlation_id", "client_id", "created_time_ms", "expect_response", "request_timeout_ms",
     "callback", "oldest_allowed_version", "latest_allowed_version", "api_versions", "by_node", "API_KEY",
-    "next_or_none", "client_id", "default_request_timeout_ms",
+    "next_or_none", "client_id", "default_request_timeout_ms", "state", "throttle_until_time_ms",
 };
 static PyObject *csp_attr[CSP_COUNT];
 static slot_cache csp_cache[CSP_COUNT];
@@ -67,7 +73,8 @@ typedef struct {
     PyObject *channel_send;    /* ChannelSend.send (bound) */
     PyObject *encoders;        /* dict: body type -> compiled encoder */
     PyObject *general_encoder, *reference_encoder, *new_network_send, *new_in_flight_request, *header_type;
-    PyObject *new_request_reference, *correlation_ids, *new_client_request;
+    PyObject *new_request_reference, *correlation_ids, *new_client_request, *poll_delay_reference, *max_delay_ms;
+    SendReadinessObject *readiness; /* can_send's SendReadiness, or NULL (borrowed from can_send) */
 } ClientSendPathObject;
 
 static PyTypeObject ClientSendPathType;
@@ -153,7 +160,16 @@ static PyObject *csp_get2(PyObject *obj, int a, int b)
     return y;
 }
 
-/* The common case of ready(): 1 (ready, the cache set), 0 (the reference's), or -1 with an exception */
+/* The connection state (its `state`) of node_id in the SendReadiness's node states (new reference), NULL: none
+ * (with an exception or not) */
+static PyObject *csp_node_state(ClientSendPathObject *self, PyObject *node_id)
+{
+    PyObject *entry = PyDict_GetItemWithError(self->readiness->node_states, node_id); /* borrowed */
+    return entry == NULL ? NULL : csp_get(entry, CSP_STATE);
+}
+
+/* The common case of ready(): 1 (ready, the cache set), 2 (not ready, nothing to do), 0 (the reference's), or -1
+ * with an exception */
 static int csp_ready_common(ClientSendPathObject *self, PyObject *client, PyObject *node, PyObject *now)
 {
     PyObject *host = csp_get(node, CSP_HOST);
@@ -206,8 +222,14 @@ static int csp_ready_common(ClientSendPathObject *self, PyObject *client, PyObje
     ok = r == Py_True;
     Py_DECREF(r);
     if (!ok) {
+        /* a node whose connection is READY cannot connect (can_connect: never seen, or disconnected): False */
+        PyObject *state = self->readiness == NULL ? NULL : csp_node_state(self, node_id);
         Py_DECREF(node_id);
-        return 0;
+        if (state == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        ok = state == self->readiness->connection_ready;
+        Py_DECREF(state);
+        return ok ? 2 : 0;
     }
     Py_XSETREF(self->ready_node, node_id);
     Py_XSETREF(self->ready_at_ms, Py_NewRef(now));
@@ -226,7 +248,7 @@ static PyObject *csp_ready(PyObject *op, PyObject *const *args, size_t nargsf, P
         if (ok < 0)
             return NULL;
         if (ok)
-            Py_RETURN_TRUE;
+            return Py_NewRef(ok == 1 ? Py_True : Py_False);
     }
     return csp_decline(self, self->ready_reference, args, nargsf, kwnames);
 }
@@ -430,6 +452,45 @@ static PyObject *csp_send(PyObject *op, PyObject *const *args, size_t nargsf, Py
     return csp_decline(self, self->send_reference, args, nargsf, kwnames);
 }
 
+/* the common case of poll_delay_ms(): the delay (new reference), NULL: the reference's (with an exception or not) */
+static PyObject *csp_poll_delay_common(ClientSendPathObject *self, PyObject *node, PyObject *now)
+{
+    int64_t until, now_v;
+    if (self->readiness == NULL || !compact_int(now, &now_v))
+        return NULL;
+    PyObject *id = csp_get(node, CSP_ID);
+    PyObject *node_id = id == NULL ? NULL : PyObject_Str(id);
+    Py_XDECREF(id);
+    if (node_id == NULL)
+        return NULL;
+    PyObject *entry = PyDict_GetItemWithError(self->readiness->node_states, node_id); /* borrowed */
+    Py_DECREF(node_id);
+    if (entry == NULL)
+        return NULL;
+    Py_INCREF(entry);
+    PyObject *state = csp_get(entry, CSP_STATE), *r = NULL;
+    if (state != NULL && state == self->readiness->connection_ready) {
+        PyObject *t = csp_get(entry, CSP_THROTTLE_UNTIL);
+        if (t != NULL && compact_int(t, &until))
+            r = until > now_v ? PyLong_FromLongLong(until - now_v) : Py_NewRef(self->max_delay_ms);
+        Py_XDECREF(t);
+    }
+    Py_XDECREF(state);
+    Py_DECREF(entry);
+    return r;
+}
+
+static PyObject *csp_poll_delay_ms(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    ClientSendPathObject *self = (ClientSendPathObject *)op;
+    if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == NULL) {
+        PyObject *r = csp_poll_delay_common(self, args[0], args[1]);
+        if (r != NULL || PyErr_Occurred())
+            return r;
+    }
+    return csp_decline(self, self->poll_delay_reference, args, nargsf, kwnames);
+}
+
 static PyObject *csp_new_client_request(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     ClientSendPathObject *self = (ClientSendPathObject *)op;
@@ -482,15 +543,16 @@ static PyObject *csp_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *client, *ready_reference, *send_reference, *can_send, *channel_send, *encoders, *general_encoder;
     PyObject *reference_encoder, *new_network_send, *new_in_flight_request, *header_type;
-    PyObject *new_request_reference, *correlation_ids, *new_client_request;
+    PyObject *new_request_reference, *correlation_ids, *new_client_request, *poll_delay_reference, *max_delay_ms;
     static char *kwlist[] = {"client", "ready_reference", "send_reference", "can_send", "channel_send", "encoders",
                              "general_encoder", "reference_encoder", "new_network_send", "new_in_flight_request",
-                             "header_type", "new_request_reference", "correlation_ids", "new_client_request", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOO!OOOOO!OOO:ClientSendPath", kwlist, &client, &ready_reference,
+                             "header_type", "new_request_reference", "correlation_ids", "new_client_request",
+                             "poll_delay_reference", "max_delay_ms", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOO!OOOOO!OOOOO:ClientSendPath", kwlist, &client, &ready_reference,
                                      &send_reference, &can_send, &channel_send, &PyDict_Type, &encoders,
                                      &general_encoder, &reference_encoder, &new_network_send, &new_in_flight_request,
                                      &PyType_Type, &header_type, &new_request_reference, &correlation_ids,
-                                     &new_client_request))
+                                     &new_client_request, &poll_delay_reference, &max_delay_ms))
         return NULL;
     if (!PyType_IsSubtype((PyTypeObject *)header_type, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "ClientSendPath: header_type is not a tuple type");
@@ -526,6 +588,11 @@ static PyObject *csp_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->new_request_reference = Py_NewRef(new_request_reference);
     self->correlation_ids = Py_NewRef(correlation_ids);
     self->new_client_request = Py_NewRef(new_client_request);
+    self->poll_delay_reference = Py_NewRef(poll_delay_reference);
+    self->max_delay_ms = Py_NewRef(max_delay_ms);
+    /* (a SendReadiness's bound can_send: its node states and READY, for the answers of a READY node) */
+    PyObject *bound = PyCFunction_Check(can_send) ? PyCFunction_GET_SELF(can_send) : NULL;
+    self->readiness = bound != NULL && Py_IS_TYPE(bound, &SendReadinessType) ? (SendReadinessObject *)bound : NULL;
     return (PyObject *)self;
 }
 
@@ -548,6 +615,8 @@ static int csp_traverse(ClientSendPathObject *self, visitproc visit, void *arg)
     Py_VISIT(self->new_request_reference);
     Py_VISIT(self->correlation_ids);
     Py_VISIT(self->new_client_request);
+    Py_VISIT(self->poll_delay_reference);
+    Py_VISIT(self->max_delay_ms);
     return 0;
 }
 
@@ -569,7 +638,10 @@ static int csp_clear(ClientSendPathObject *self)
     Py_CLEAR(self->header_type);
     Py_CLEAR(self->new_request_reference);
     Py_CLEAR(self->correlation_ids);
+    self->readiness = NULL;
     Py_CLEAR(self->new_client_request);
+    Py_CLEAR(self->poll_delay_reference);
+    Py_CLEAR(self->max_delay_ms);
     return 0;
 }
 
@@ -585,6 +657,9 @@ static PyMethodDef csp_methods[] = {
      "ready(node, now_ms): NetworkClient.ready (its common case here, the rest through ready_reference)"},
     {"send", (PyCFunction)(void (*)(void))csp_send, METH_FASTCALL | METH_KEYWORDS,
      "send(request, now_ms): NetworkClient.send (its common case here, the rest through send_reference)"},
+    {"poll_delay_ms", (PyCFunction)(void (*)(void))csp_poll_delay_ms, METH_FASTCALL | METH_KEYWORDS,
+     "poll_delay_ms(node, now_ms): NetworkClient.poll_delay_ms (a READY node's here, the rest through "
+     "poll_delay_reference)"},
     {"new_client_request", (PyCFunction)(void (*)(void))csp_new_client_request, METH_FASTCALL | METH_KEYWORDS,
      "new_client_request(node_id, body, created_time_ms, ...): NetworkClient.new_client_request (its common case "
      "here, the rest through new_request_reference)"},
@@ -609,9 +684,9 @@ static PyTypeObject ClientSendPathType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = PyDoc_STR("ClientSendPath(client, ready_reference, send_reference, can_send, channel_send, encoders, "
                         "general_encoder, reference_encoder, new_network_send, new_in_flight_request, header_type, "
-                        "new_request_reference, correlation_ids, new_client_request): a NetworkClient's send-side "
-                        "state with its ready(), new_client_request() and send() (reference: ClientSendState and "
-                        "NetworkClient.ready/new_client_request/_do_send)"),
+                        "new_request_reference, correlation_ids, new_client_request, poll_delay_reference, max_delay_ms): a "
+                        "NetworkClient's send-side state with its ready(), poll_delay_ms(), new_client_request() and "
+                        "send() (reference: ClientSendState and NetworkClient's methods)"),
     .tp_traverse = (traverseproc)csp_traverse,
     .tp_clear = (inquiry)csp_clear,
     .tp_methods = csp_methods,
