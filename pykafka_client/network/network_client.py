@@ -169,6 +169,10 @@ class _Paths:
     send: Callable[[InFlightRequestsApi, InFlightRequest, NetworkSend], None] | None
     #: can_send_request()'s three questions in one kernel call (None: asked one by one, the reference)
     can_send: Callable[[InFlightRequestsApi, str, int], bool] | None
+    #: the requests' correlation ids
+    correlation_ids: CorrelationIds
+    #: a client held to a quota is throttled on every response: say so once a minute per node, with a count
+    throttle_warnings: LogRateLimiter
 
 
 class NetworkClient(ConnectionFailures):
@@ -218,9 +222,6 @@ class NetworkClient(ConnectionFailures):
         self.api_versions = api_versions if api_versions is not None else ApiVersions()
         self.metadata_recovery_strategy = MetadataRecoveryStrategy(metadata_recovery_strategy)
         self.rebootstrap_trigger_ms = metadata_recovery_rebootstrap_trigger_ms
-        self._correlation_ids = CorrelationIds()
-        # a client held to a quota is throttled on every response: say so once a minute per node, with a count
-        self._throttle_warnings = LogRateLimiter(THROTTLE_WARNING_INTERVAL_MS)
         self._aborted_sends: list[ClientResponse] = []
         # True once a request that expects no response (acks=0) was sent: only then can a completed send complete
         # a request (a producer with acks=1 or all, and a consumer, never have one: no look at each completed send)
@@ -238,6 +239,8 @@ class NetworkClient(ConnectionFailures):
             codecs.decoders,
             compiled_send() if compiled_send is not None else None,
             self._new_compiled_can_send(),
+            CorrelationIds(),
+            LogRateLimiter(THROTTLE_WARNING_INTERVAL_MS),
         )
         # node id -> "ip:port" of the address last connected to, for log messages.
         self._node_addresses: dict[str, str] = {}
@@ -289,7 +292,7 @@ class NetworkClient(ConnectionFailures):
         path: ClientSendState = kernel.ClientSendPath(
             self, NetworkClient.ready, NetworkClient._do_send, paths.can_send, paths.send, paths.encoders,
             encode_request_frame, encode_reference_frame, _new_network_send, _new_in_flight_request, RequestHeaderInfo,
-            NetworkClient.new_client_request, self._correlation_ids, _new_client_request, NetworkClient.poll_delay_ms,
+            NetworkClient.new_client_request, paths.correlation_ids, _new_client_request, NetworkClient.poll_delay_ms,
             MAX_DELAY_MS,
         )
         # (the path holds this client weakly: no cycle through these bound methods of it)
@@ -484,9 +487,14 @@ class NetworkClient(ConnectionFailures):
 
     # --- requests ------------------------------------------------------------------------------
 
+    @property
+    def correlation_ids(self) -> CorrelationIds:
+        """The ids this client's requests draw (tests and diagnostics set the next one: ``next_id``)."""
+        return self._paths.correlation_ids
+
     def next_correlation_id(self) -> int:
         """Thread-safe (ConsumerNetworkClient.send draws ids without holding its lock)."""
-        return self._correlation_ids.next()
+        return self._paths.correlation_ids.next()
 
     def new_client_request(
         self,
@@ -501,7 +509,7 @@ class NetworkClient(ConnectionFailures):
         latest_allowed_version: int | None = None,
     ) -> ClientRequest:
         # self.next_correlation_id(), without its calls: the counter's C draw, next() only where it wraps
-        ids = self._correlation_ids
+        ids = self._paths.correlation_ids
         correlation_id = ids.next_or_none()
         if correlation_id is None:
             correlation_id = ids.next()
@@ -770,8 +778,9 @@ class NetworkClient(ConnectionFailures):
         if throttle_ms > 0 and should_client_throttle(api_key, version):
             self.in_flight_requests.increment_throttle_time(node_id, throttle_ms)
             self.connection_states.throttle(node_id, now_ms + throttle_ms)
-            if self._throttle_warnings.should_log(node_id, now_ms):
-                repeats = self._throttle_warnings.take_suppressed()
+            throttle_warnings = self._paths.throttle_warnings
+            if throttle_warnings.should_log(node_id, now_ms):
+                repeats = throttle_warnings.take_suppressed()
                 log.warning(
                     "%s throttles this client for %d ms (a quota was exceeded); requests to it wait%s",
                     self._node_label(node_id),

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pykafka_client.network.client_send_state import ClientSendState
+from pykafka_client.network.correlation_ids import SASL_MIN_RESERVED_CORRELATION_ID
 from pykafka_client.network.metadata_updater import ManualMetadataUpdater
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.node_api_versions import NodeApiVersions
@@ -117,6 +118,7 @@ _OPS = st.lists(
         st.tuples(st.just("reconnect"), _NODE),
         st.tuples(st.just("in_flight_done"), _NODE),
         st.tuples(st.just("close"), st.sampled_from(["initiate", "close"])),
+        st.tuples(st.just("ids_near_reserved"), st.integers(1, 3)),
     ),
     min_size=1,
     max_size=60,
@@ -156,6 +158,9 @@ def _apply(w: World, op: tuple[Any, ...]) -> Any:
     if kind == "poll":
         return [(r.destination, r.request_header, type(r.version_mismatch).__name__, r.was_disconnected)
                 for r in client.poll(0, 1000 + op[1])]
+    if kind == "ids_near_reserved":  # (the next draws reach the reserved range: the counter wraps around)
+        client.correlation_ids.next_id = SASL_MIN_RESERVED_CORRELATION_ID - op[1]
+        return None
     if kind == "poll_delay":
         return client.poll_delay_ms(_node(op[1]), 1000 + op[2])
     if kind == "throttle":
