@@ -277,14 +277,16 @@ class NetworkClient(ConnectionFailures):
 
     def _new_send_state(self) -> ClientSendState:
         """The kernel's ClientSendPath when the kernel is on, the selector a real Selector (its compiled send and
-        readiness made) and this class's ready, poll_delay_ms, new_client_request and send NetworkClient's: this
-        client's ready, poll_delay_ms, new_client_request and send are then the path's (instance attributes: no Python frame on their common case, the rest through the methods below, the
-        reference); else the reference state."""
+        readiness made) and this class's ready, poll_delay_ms, new_client_request and send (_do_send) NetworkClient's:
+        this client's ready, poll_delay_ms, new_client_request and send are then the path's (instance attributes: no
+        Python frame on their common case, the rest through the methods below, the reference); else the reference
+        state."""
         kernel = _native.kernel
         paths = self._paths
         if (
             kernel is None or paths.send is None or paths.can_send is None
             or type(self).ready is not NetworkClient.ready or type(self).send is not NetworkClient.send
+            or type(self)._do_send is not NetworkClient._do_send
             or type(self).new_client_request is not NetworkClient.new_client_request
             or type(self).poll_delay_ms is not NetworkClient.poll_delay_ms
         ):
