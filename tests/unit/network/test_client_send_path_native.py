@@ -33,8 +33,13 @@ from pykafka_client.utils.time import MockTime
 kernel = _native.loaded_kernel()
 pytestmark = pytest.mark.skipif(kernel is None, reason="the kernel is not built")
 
-NODES = [Node(0, "localhost", 9092), Node(1, "localhost", 9093)]
-EMPTY = Node(2, "", 9094)
+#: a port bound and never listened on, held for the module's life: a connect to it (ready() on a node disconnected past
+#: its backoff) is refused at once, whatever else runs on the box
+_REFUSING = socket.socket()
+_REFUSING.bind(("127.0.0.1", 0))
+_PORT = _REFUSING.getsockname()[1]
+NODES = [Node(0, "127.0.0.1", _PORT), Node(1, "127.0.0.1", _PORT)]
+EMPTY = Node(2, "", _PORT)
 HEARTBEAT = int(ApiKey.HEARTBEAT)
 #: a node's versions: the defaults, Heartbeat up to v2, Heartbeat only at a version the client does not have
 VERSIONS = [NodeApiVersions.create(), NodeApiVersions.create({HEARTBEAT: (0, 2)}),
