@@ -157,8 +157,8 @@ def _apply(w: World, op: tuple[Any, ...]) -> Any:
         node, now = _node(op[1]), 1000 + op[2]
         if not client.ready(node, now):
             return "not ready"
-        request = client.new_client_request(node.id_string, HeartbeatRequest("g" * op[3], 1, "m"), now, True, op[3], None,
-                                            oldest_allowed_version=None if op[3] % 2 else 0)
+        request = client.new_client_request(node.id_string, HeartbeatRequest("g" * op[3], 1, "m"), now, op[3] % 5 != 0,
+                                            op[3], None, oldest_allowed_version=None if op[3] % 2 else 0)
         return (request.correlation_id, request.request_timeout_ms, request.client_id, client.send(request, now))
     if kind == "poll":
         return [(r.destination, r.request_header, type(r.version_mismatch).__name__, r.was_disconnected)
