@@ -1,16 +1,16 @@
-/* client_send_path.c.h: a NetworkClient's send-side state and its ready() and send() in one call each (included by
- * _kernel.c).
+/* client_send_path.c.h: a NetworkClient's send-side state and its ready(), poll_delay_ms(), new_client_request() and
+ * send() in one call each (included by _kernel.c).
  *
  * ClientSendPath(client, ready_reference, send_reference, can_send, channel_send, encoders, general_encoder,
  * reference_encoder, new_network_send, new_in_flight_request, header_type, new_request_reference, correlation_ids,
  * new_client_request, poll_delay_reference, max_delay_ms) owns what NetworkClient.ready and
  * NetworkClient.send (its _do_send) keep between them: the ready cache (ready_node, ready_at_ms: the node and time
- * ready() last found ready to take a request, forgotten by forget_ready() where anything changes what it read),
+ * ready() last found ready to take a request, ready_node set to None wherever anything changes what it read),
  * the versions chosen (versions_chosen: (node id, body type, oldest, latest allowed version) -> (the node's
  * NodeApiVersions it was chosen for, the version)) and whether the client is active (active). Its reference is
- * network/client_send_state.py's ClientSendState (the same state, no methods but forget_ready), which the client
- * uses without the kernel. ``client`` is a weak reference to the NetworkClient (the path is the client's; the client
- * holds its bound ready and send as instance attributes: no reference cycle).
+ * network/client_send_state.py's ClientSendState (the same attributes, no methods), which the client uses without
+ * the kernel. ``client`` is a weak reference to the NetworkClient (the path is the client's; the client holds the
+ * path's bound methods as instance attributes: no reference cycle).
  *
  * ready(node, now_ms): NetworkClient.ready's common case: a node with a host and a port >= 0, now_ms before the
  * client's metadata_updater.update_deadline.no_update_before_ms, and can_send(client.in_flight_requests,
@@ -39,8 +39,8 @@
  * arguments, and a draw of None (the counter at the reserved range: its next() wraps it), are
  * new_request_reference(client, ...) (NetworkClient.new_client_request).
  *
- * Reads and writes only public attributes. Uses slot_access (compact_int) and client_channel_send (SendReadinessType,
- * sr_can_send, ChannelSendType, cs_send_request). */
+ * Reads and writes only public attributes. Uses slot_access (cached_get, compact_int) and client_channel_send
+ * (SendReadinessType, SendReadinessObject, sr_can_send). */
 
 enum {
     CSP_HOST, CSP_PORT, CSP_ID, CSP_METADATA_UPDATER, CSP_UPDATE_DEADLINE, CSP_NO_UPDATE_BEFORE_MS,
@@ -331,7 +331,7 @@ static PyObject *csp_size(PyObject *pieces)
     return PyLong_FromSsize_t(total);
 }
 
-/* The common case of send(): 1 (sent, or raised by the channel send: -1), 0 (the reference's), or -1 */
+/* The common case of send(): 1 (sent), 0 (the reference's), or -1 with an exception (the channel send's too) */
 static int csp_send_common(ClientSendPathObject *self, PyObject *client, PyObject *request, PyObject *now)
 {
     if (!self->active || self->ready_node == NULL || self->ready_node == Py_None)
