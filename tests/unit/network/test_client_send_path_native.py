@@ -54,7 +54,7 @@ class World:
         # (a clock and a random source of their own: a disconnect's backoff reads both, the same in both worlds)
         self.client = NetworkClient(
             self.selector, metadata_updater=ManualMetadataUpdater(list(NODES)), discover_broker_versions=False,
-            time=MockTime(), rng=random.Random(7),
+            time=MockTime(current_high_res_time_ns=1000 * 1_000_000), rng=random.Random(7),
         )
         if compiled:
             assert type(self.client.send_state) is not ClientSendState
@@ -87,6 +87,14 @@ class World:
             except (BlockingIOError, OSError):
                 pass
 
+    def _connection(self, node_id: str) -> Any:
+        state = self.client.connection_states.node_state(node_id)
+        channel = self.selector.channel(node_id)
+        return (
+            None if state is None else (state.state, state.last_connect_attempt_ms, state.throttle_until_time_ms),
+            None if channel is None else channel.state,
+        )
+
     def state(self) -> tuple[Any, ...]:
         self.drain()
         s = self.client.send_state
@@ -96,6 +104,7 @@ class World:
             s.active,
             {k: (v[0] is self.client.api_versions.by_node.get(k[0]), v[1]) for k, v in s.versions_chosen.items()},
             [(n.id_string, self.client.in_flight_requests.count(n.id_string)) for n in NODES],
+            [(n.id_string, self._connection(n.id_string)) for n in NODES],
             asdict(self.selector.metrics) | {"select_time_ns_total": 0, "io_time_ns_total": 0},
             {k: bytes(v) for k, v in self.received.items()},
             self.client.active(),
@@ -108,12 +117,14 @@ class World:
 
 
 _NODE = st.sampled_from([0, 0, 0, 1, 2])
-_READY_SEND = st.tuples(st.just("ready_send"), _NODE, st.integers(0, 2), st.integers(1, 30))
+#: the times of the steps (ms): a few within a disconnect's backoff (the client's clock reads 1000), one past it
+_AT = st.sampled_from([0, 0, 1, 2, 100])
+_READY_SEND = st.tuples(st.just("ready_send"), _NODE, _AT, st.integers(1, 30))
 _VERSIONS = st.tuples(st.just("versions"), _NODE, st.integers(0, len(VERSIONS)))
 _OPS = st.lists(
     st.one_of(
         _READY_SEND, _READY_SEND, _READY_SEND, _VERSIONS,
-        st.tuples(st.just("ready"), _NODE, st.integers(0, 2)),
+        st.tuples(st.just("ready"), _NODE, _AT),
         st.tuples(st.just("send"), _NODE, st.integers(0, 2), st.sampled_from(["plain", "plain", "plain", "acks0",
                                                                               "internal", "latest1", "kw"])),
         st.tuples(st.just("poll"), st.integers(0, 2)),
