@@ -87,6 +87,13 @@ class World:
             except (BlockingIOError, OSError):
                 pass
 
+    def _newest(self, node_id: str) -> Any:
+        r = self.client.in_flight_requests.newest_or_none(node_id)
+        if r is None:
+            return None
+        return (r.header, r.request_timeout_ms, r.created_time_ms, r.destination, r.callback, r.expect_response,
+                r.is_internal_request, r.send.size, r.send.written, r.send_time_ms, r.throttle_time_ms)
+
     def _connection(self, node_id: str) -> Any:
         state = self.client.connection_states.node_state(node_id)
         channel = self.selector.channel(node_id)
@@ -104,7 +111,7 @@ class World:
             s.active,
             {k: (v[0] is self.client.api_versions.by_node.get(k[0]), v[1]) for k, v in s.versions_chosen.items()},
             [(n.id_string, self.client.in_flight_requests.count(n.id_string)) for n in NODES],
-            [(n.id_string, self._connection(n.id_string)) for n in NODES],
+            [(n.id_string, self._connection(n.id_string), self._newest(n.id_string)) for n in NODES],
             asdict(self.selector.metrics) | {"select_time_ns_total": 0, "io_time_ns_total": 0},
             {k: bytes(v) for k, v in self.received.items()},
             self.client.active(),
@@ -119,7 +126,7 @@ class World:
 _NODE = st.sampled_from([0, 0, 0, 1, 2])
 #: the times of the steps (ms): a few within a disconnect's backoff (the client's clock reads 1000), one past it
 _AT = st.sampled_from([0, 0, 1, 2, 100])
-_READY_SEND = st.tuples(st.just("ready_send"), _NODE, _AT, st.integers(1, 30))
+_READY_SEND = st.tuples(st.just("ready_send"), _NODE, _AT, st.integers(1, 30), st.sampled_from([True, True, False]))
 _VERSIONS = st.tuples(st.just("versions"), _NODE, st.integers(0, len(VERSIONS)))
 _OPS = st.lists(
     st.one_of(
@@ -136,7 +143,7 @@ _OPS = st.lists(
         st.tuples(st.just("close"), st.sampled_from(["initiate", "close"])),
         st.tuples(st.just("ids_near_reserved"), st.integers(1, 3)),
     ),
-    min_size=1,
+    min_size=5,
     max_size=60,
 )
 
@@ -168,8 +175,8 @@ def _apply(w: World, op: tuple[Any, ...]) -> Any:
         node, now = _node(op[1]), 1000 + op[2]
         if not client.ready(node, now):
             return "not ready"
-        request = client.new_client_request(node.id_string, HeartbeatRequest("g" * op[3], 1, "m"), now, op[3] % 5 != 0,
-                                            op[3], None, oldest_allowed_version=None if op[3] % 2 else 0)
+        request = client.new_client_request(node.id_string, HeartbeatRequest("g" * op[3], 1, "m"), now, op[4], op[3], None,
+                                            oldest_allowed_version=None if op[3] % 2 else 0)
         return (request.correlation_id, request.request_timeout_ms, request.client_id, client.send(request, now))
     if kind == "poll":
         return [(r.destination, r.request_header, type(r.version_mismatch).__name__, r.was_disconnected)
