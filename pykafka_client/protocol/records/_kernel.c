@@ -28,7 +28,7 @@
  *   network:  network (per-request objects, a connection's frames), network_memory_pool, client_in_flight (a
  *             client's in-flight requests, InFlightRequests), client_channel_send (a client's send of a request on
  *             its channel, ChannelSend, SendReadiness), client_send_path (a NetworkClient's send-side state with its
- *             ready() and send(), ClientSendPath);
+ *             ready, poll_delay_ms, new_client_request and send, ClientSendPath);
  *   broker:   broker_produce_request, broker_request_times, broker_produce_response, broker_log_index,
  *             broker_log_append (a segment's append state SegmentTail, the producer state's next-batch check),
  *             broker_log_end (a log's end LogEnd: the LEO, the high watermark, a client's common append in one call).
