@@ -52,7 +52,9 @@ from pykafka_client.network.api_versions import ApiVersions, should_client_throt
 from pykafka_client.network.api_versions_handshake import ApiVersionsHandshake, Outcome, decode_response
 from pykafka_client.network.client_request import ClientRequest, RequestBody, RequestCompletionHandler
 from pykafka_client.network.client_response import ClientResponse, RequestHeaderInfo
+from pykafka_client.network.client_send_state import MAX_VERSIONS_CHOSEN, ClientSendState
 from pykafka_client.network.cluster_connection_states import (
+    MAX_DELAY_MS,
     ClusterConnectionStates,
     ConnectionState,
     HostResolver,
@@ -122,8 +124,6 @@ log = logging.getLogger(__name__)
 
 #: At most one throttling WARNING per node in this interval (the rest are counted into the next one).
 THROTTLE_WARNING_INTERVAL_MS = 60_000
-#: Entries of the version-choice cache before it starts again (nodes x request types x allowed ranges).
-_MAX_VERSIONS_CHOSEN = 1024
 
 class _State(enum.Enum):
     ACTIVE = 1
@@ -169,6 +169,10 @@ class _Paths:
     send: Callable[[InFlightRequestsApi, InFlightRequest, NetworkSend], None] | None
     #: can_send_request()'s three questions in one kernel call (None: asked one by one, the reference)
     can_send: Callable[[InFlightRequestsApi, str, int], bool] | None
+    #: the requests' correlation ids
+    correlation_ids: CorrelationIds
+    #: a client held to a quota is throttled on every response: say so once a minute per node, with a count
+    throttle_warnings: LogRateLimiter
 
 
 class NetworkClient(ConnectionFailures):
@@ -218,9 +222,6 @@ class NetworkClient(ConnectionFailures):
         self.api_versions = api_versions if api_versions is not None else ApiVersions()
         self.metadata_recovery_strategy = MetadataRecoveryStrategy(metadata_recovery_strategy)
         self.rebootstrap_trigger_ms = metadata_recovery_rebootstrap_trigger_ms
-        self._correlation_ids = CorrelationIds()
-        # a client held to a quota is throttled on every response: say so once a minute per node, with a count
-        self._throttle_warnings = LogRateLimiter(THROTTLE_WARNING_INTERVAL_MS)
         self._aborted_sends: list[ClientResponse] = []
         # True once a request that expects no response (acks=0) was sent: only then can a completed send complete
         # a request (a producer with acks=1 or all, and a consumer, never have one: no look at each completed send)
@@ -229,10 +230,6 @@ class NetworkClient(ConnectionFailures):
         # while none is being set up (a connect begun since sets it): the poll asks neither then
         self._handshakes_may_be_due = False
         self._may_be_connecting = False
-        # (node id, body type, oldest, latest allowed version) -> (the node's NodeApiVersions it was chosen for,
-        # the version): a node's versions object is replaced, never changed, when they change, so the choice holds
-        # while it is the same object (one lookup per request instead of the range arithmetic)
-        self._versions_chosen: dict[tuple[str, type, int | None, int | None], tuple[object, int]] = {}
         self._handshake = ApiVersionsHandshake()
         codecs = compiled_codecs()
         compiled_send = getattr(selector, "compiled_send", None)
@@ -242,17 +239,17 @@ class NetworkClient(ConnectionFailures):
             codecs.decoders,
             compiled_send() if compiled_send is not None else None,
             self._new_compiled_can_send(),
+            CorrelationIds(),
+            LogRateLimiter(THROTTLE_WARNING_INTERVAL_MS),
         )
         # node id -> "ip:port" of the address last connected to, for log messages.
         self._node_addresses: dict[str, str] = {}
         # node id -> "host:port" as the bootstrap list or the metadata names the node.
         self._node_host_ports: dict[str, str] = {}
         self._state = _State.ACTIVE
-        # The node (and time) that is_ready() last found ready to take a request, until something changes what it
-        # read (a send, a poll, a connection opened or closed): Java's send checks canSendRequest again, and the
-        # Sender's send follows its ready() at once, so the same question is answered once.
-        self._ready_node: str | None = None
-        self._ready_at_ms = 0
+        #: the ready cache, the versions chosen, whether active (:class:`ClientSendState`, or the kernel's
+        #: ClientSendPath, which is then also this client's ready and send: :meth:`_new_send_state`)
+        self.send_state: ClientSendState = self._new_send_state()
         self.metadata = metadata
         if metadata_updater is None:
             if metadata is None:
@@ -278,6 +275,35 @@ class NetworkClient(ConnectionFailures):
         can_send: Callable[[InFlightRequestsApi, str, int], bool] = readiness.can_send
         return can_send
 
+    def _new_send_state(self) -> ClientSendState:
+        """The kernel's ClientSendPath when the kernel is on, the selector a real Selector (its compiled send and
+        readiness made) and this class's ready, poll_delay_ms, new_client_request and send (_do_send) NetworkClient's:
+        this client's ready, poll_delay_ms, new_client_request and send are then the path's (instance attributes: no
+        Python frame on their common case, the rest through the methods below, the reference); else the reference
+        state."""
+        kernel = _native.kernel
+        paths = self._paths
+        if (
+            kernel is None or paths.send is None or paths.can_send is None
+            or type(self).ready is not NetworkClient.ready or type(self).send is not NetworkClient.send
+            or type(self)._do_send is not NetworkClient._do_send
+            or type(self).new_client_request is not NetworkClient.new_client_request
+            or type(self).poll_delay_ms is not NetworkClient.poll_delay_ms
+        ):
+            return ClientSendState()
+        path: ClientSendState = kernel.ClientSendPath(
+            self, NetworkClient.ready, NetworkClient._do_send, paths.can_send, paths.send, paths.encoders,
+            encode_request_frame, encode_reference_frame, _new_network_send, _new_in_flight_request, RequestHeaderInfo,
+            NetworkClient.new_client_request, paths.correlation_ids, _new_client_request, NetworkClient.poll_delay_ms,
+            MAX_DELAY_MS,
+        )
+        # (the path holds this client weakly: no cycle through these bound methods of it)
+        self.ready = path.ready  # type: ignore[attr-defined,method-assign]  # the compiled ready, its reference the method
+        self.send = path.send  # type: ignore[attr-defined,method-assign]  # the compiled send, its reference _do_send
+        self.new_client_request = path.new_client_request  # type: ignore[attr-defined,method-assign]  # (its reference the method)
+        self.poll_delay_ms = path.poll_delay_ms  # type: ignore[attr-defined,method-assign]  # (its reference the method)
+        return path
+
     # --- connection management -----------------------------------------------------------------
 
     def ready(self, node: Node, now_ms: int) -> bool:
@@ -297,8 +323,9 @@ class NetworkClient(ConnectionFailures):
                     and self.in_flight_requests.can_send_more(node_id)
                 )
             ):
-                self._ready_node = node_id
-                self._ready_at_ms = now_ms
+                state = self.send_state
+                state.ready_node = node_id
+                state.ready_at_ms = now_ms
                 return True
         if self.connection_states.can_connect(node_id, now_ms):
             self.initiate_connect(node, now_ms)
@@ -314,8 +341,9 @@ class NetworkClient(ConnectionFailures):
             return False
         node_id = str(node.id)  # (the Sender's per-iteration question is ready(), which asks these without frames)
         if self.can_send_request(node_id, now_ms):
-            self._ready_node = node_id
-            self._ready_at_ms = now_ms
+            state = self.send_state
+            state.ready_node = node_id
+            state.ready_at_ms = now_ms
             return True
         return False
 
@@ -352,7 +380,7 @@ class NetworkClient(ConnectionFailures):
 
     def initiate_connect(self, node: Node, now_ms: int) -> None:
         node_id = node.id_string
-        self._ready_node = None
+        self.send_state.ready_node = None
         self._node_host_ports[node_id] = f"{node.host}:{node.port}"
         resolved: str | None = None
         self._may_be_connecting = True
@@ -410,7 +438,7 @@ class NetworkClient(ConnectionFailures):
         if self.connection_states.node_state(node_id) is None or self.connection_states.is_disconnected(node_id):
             return
         log.info("disconnecting from %s as the client asked", self._node_label(node_id))
-        self._ready_node = None
+        self.send_state.ready_node = None
         self.selector.close_channel(node_id)
         now = self.time.hi_res_clock_ms()
         self._cancel_in_flight_requests(node_id, now, self._aborted_sends, timed_out=False)
@@ -419,7 +447,7 @@ class NetworkClient(ConnectionFailures):
 
     def close_node(self, node_id: str) -> None:
         """Forget everything about ``node_id``: in-flight requests are dropped without callbacks."""
-        self._ready_node = None
+        self.send_state.ready_node = None
         self.selector.close_channel(node_id)
         now = self.time.hi_res_clock_ms()
         self._cancel_in_flight_requests(node_id, now, None, timed_out=False)
@@ -433,9 +461,10 @@ class NetworkClient(ConnectionFailures):
             return
         if self._state is _State.ACTIVE:
             self._state = _State.CLOSING
+            self.send_state.active = False
         if self._state is _State.CLOSING:
             self._state = _State.CLOSED
-            self._ready_node = None
+            self.send_state.ready_node = None
             self.selector.close()
             self.metadata_updater.close()
         else:
@@ -444,6 +473,7 @@ class NetworkClient(ConnectionFailures):
     def initiate_close(self) -> None:
         if self._state is _State.ACTIVE:
             self._state = _State.CLOSING
+            self.send_state.active = False
             self.wakeup()
 
     def active(self) -> bool:
@@ -459,9 +489,14 @@ class NetworkClient(ConnectionFailures):
 
     # --- requests ------------------------------------------------------------------------------
 
+    @property
+    def correlation_ids(self) -> CorrelationIds:
+        """The ids this client's requests draw (tests and diagnostics set the next one: ``next_id``)."""
+        return self._paths.correlation_ids
+
     def next_correlation_id(self) -> int:
         """Thread-safe (ConsumerNetworkClient.send draws ids without holding its lock)."""
-        return self._correlation_ids.next()
+        return self._paths.correlation_ids.next()
 
     def new_client_request(
         self,
@@ -476,7 +511,7 @@ class NetworkClient(ConnectionFailures):
         latest_allowed_version: int | None = None,
     ) -> ClientRequest:
         # self.next_correlation_id(), without its calls: the counter's C draw, next() only where it wraps
-        ids = self._correlation_ids
+        ids = self._paths.correlation_ids
         correlation_id = ids.next_or_none()
         if correlation_id is None:
             correlation_id = ids.next()
@@ -519,10 +554,11 @@ class NetworkClient(ConnectionFailures):
         if self._state is not _ACTIVE:
             self._ensure_active()
         node_id = request.destination
+        state = self.send_state
         if (
             not is_internal
             # unless is_ready() found the node ready at this time and nothing changed since
-            and (node_id != self._ready_node or now_ms != self._ready_at_ms)
+            and (node_id != state.ready_node or now_ms != state.ready_at_ms)
             and not (  # can_send_request(), inlined: once per request
                 self._paths.can_send(self.in_flight_requests, node_id, now_ms)
                 if self._paths.can_send is not None else (
@@ -533,7 +569,7 @@ class NetworkClient(ConnectionFailures):
             )
         ):
             raise IllegalStateError(f"attempt to send a request to node {node_id} which is not ready")
-        self._ready_node = None  # the send changes what is_ready() found
+        state.ready_node = None  # the send changes what is_ready() found
         version: int | None = None
         body = request.body
         body_type = type(body)
@@ -542,14 +578,15 @@ class NetworkClient(ConnectionFailures):
         try:
             node_versions = self.api_versions.by_node.get(node_id)  # (the read-only view: no call of get())
             chosen_key = (node_id, body_type, request.oldest_allowed_version, request.latest_allowed_version)
-            chosen = self._versions_chosen.get(chosen_key)
+            versions_chosen = state.versions_chosen
+            chosen = versions_chosen.get(chosen_key)
             if chosen is not None and chosen[0] is node_versions:
                 version = chosen[1]
             else:
                 version = choose_version(request, node_versions)
-                if len(self._versions_chosen) >= _MAX_VERSIONS_CHOSEN:
-                    self._versions_chosen.clear()
-                self._versions_chosen[chosen_key] = (node_versions, version)
+                if len(versions_chosen) >= MAX_VERSIONS_CHOSEN:
+                    versions_chosen.clear()
+                versions_chosen[chosen_key] = (node_versions, version)
             # a request type with a compiled encoder (registered with compiled_codecs) through it, the reference
             # encoder when it declines; any other through the general encoder
             encoder = self._paths.encoders.get(body_type)
@@ -710,7 +747,7 @@ class NetworkClient(ConnectionFailures):
             if results & POLL_REAUTHENTICATION_SCHEDULED and selector.reauthentication_delay_ms() == 0:
                 # before the callbacks send the next requests (a consumer's next fetch would keep it busy forever)
                 self._maybe_begin_reauthentications()
-        self._ready_node = None  # the poll changed what is_ready() found (the callbacks' sends ask again)
+        self.send_state.ready_node = None  # the poll changed what is_ready() found (the callbacks' sends ask again)
         for response in responses:  # (inlined: once per poll)
             callback = response.callback  # response.on_complete(), one call less per response
             try:
@@ -743,8 +780,9 @@ class NetworkClient(ConnectionFailures):
         if throttle_ms > 0 and should_client_throttle(api_key, version):
             self.in_flight_requests.increment_throttle_time(node_id, throttle_ms)
             self.connection_states.throttle(node_id, now_ms + throttle_ms)
-            if self._throttle_warnings.should_log(node_id, now_ms):
-                repeats = self._throttle_warnings.take_suppressed()
+            throttle_warnings = self._paths.throttle_warnings
+            if throttle_warnings.should_log(node_id, now_ms):
+                repeats = throttle_warnings.take_suppressed()
                 log.warning(
                     "%s throttles this client for %d ms (a quota was exceeded); requests to it wait%s",
                     self._node_label(node_id),

@@ -27,7 +27,8 @@
  *             Sender's whole round of produce data in one call, over sender_round's and producer_request's);
  *   network:  network (per-request objects, a connection's frames), network_memory_pool, client_in_flight (a
  *             client's in-flight requests, InFlightRequests), client_channel_send (a client's send of a request on
- *             its channel, ChannelSend, SendReadiness);
+ *             its channel, ChannelSend, SendReadiness), client_send_path (a NetworkClient's send-side state with its
+ *             ready, poll_delay_ms, new_client_request and send, ClientSendPath);
  *   broker:   broker_produce_request, broker_request_times, broker_produce_response, broker_log_index,
  *             broker_log_append (a segment's append state SegmentTail, the producer state's next-batch check),
  *             broker_log_end (a log's end LogEnd: the LEO, the high watermark, a client's common append in one call),
@@ -84,6 +85,7 @@ static PyObject *py_read_varint = NULL;
 #include "kernel/broker_log_end.c.h"
 #include "kernel/producer_batch_open.c.h"
 #include "kernel/broker_produce_append.c.h"
+#include "kernel/client_send_path.c.h"
 
 /* ---- module ---------------------------------------------------------------------------------------- */
 
@@ -264,6 +266,17 @@ PyMODINIT_FUNC PyInit__kernel(void)
     }
     /* broker_produce_append.c.h's type */
     if (PyType_Ready(&ProduceAppenderType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* client_send_path.c.h's type */
+    if (PyType_Ready(&ClientSendPathType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&ClientSendPathType);
+    if (PyModule_AddObject(m, "ClientSendPath", (PyObject *)&ClientSendPathType) < 0) {
+        Py_DECREF(&ClientSendPathType);
         Py_DECREF(m);
         return NULL;
     }

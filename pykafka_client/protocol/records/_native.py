@@ -280,6 +280,12 @@ class Kernel(Protocol):
     #: ``SendReadiness(node_states, connection_ready, channels, channel_ready)``: its ``can_send(in_flight_requests,
     #: node_id, now_ms)`` is ``NetworkClient.can_send_request`` in one call
     SendReadiness: Callable[[Any, Any, Any, Any], Any]
+    # client_send_path.c.h
+    #: ``ClientSendPath(client, ready_reference, send_reference, can_send, channel_send, encoders, general_encoder,
+    #: reference_encoder, new_network_send, new_in_flight_request, header_type, new_request_reference, correlation_ids,
+    #: new_client_request)``: a NetworkClient's send-side state (reference: ``network.client_send_state.ClientSendState``)
+    #: whose ``ready``, ``new_client_request`` and ``send`` are the client's (``NetworkClient._new_send_state``)
+    ClientSendPath: Callable[..., Any]
     def index_columns(self, first_width: int, second_width: int, /) -> Any:
         """Reference: ``mini_broker.log.index_columns.IndexColumns(first_width, second_width)``."""
 

@@ -348,7 +348,7 @@ def test_s19_correlation_ids_are_unique_and_skip_sasl_range() -> None:
     h = Harness()
     ids = [h.client.next_correlation_id() for _ in range(100)]
     assert len(set(ids)) == 100
-    h.client._correlation_ids.next_id = SASL_MIN_RESERVED_CORRELATION_ID - 2
+    h.client.correlation_ids.next_id = SASL_MIN_RESERVED_CORRELATION_ID - 2
     more = [h.client.next_correlation_id() for _ in range(5)]
     assert more[:2] == [SASL_MIN_RESERVED_CORRELATION_ID - 2, SASL_MIN_RESERVED_CORRELATION_ID - 1]
     assert not any(SASL_MIN_RESERVED_CORRELATION_ID <= c <= SASL_MAX_RESERVED_CORRELATION_ID for c in more)
