@@ -17,37 +17,44 @@ request takes the reference.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
 
 if TYPE_CHECKING:
     from mini_broker.log.unified_log import Log
-    from mini_broker.server.replica_manager import PartitionResponse, ReplicaManager
+
+#: the replica manager each append is passed, and the partition result it makes (``ReplicaManager`` and
+#: ``PartitionResponse``: parameters, so that this module does not import the replica manager, which imports it)
+_Manager = TypeVar("_Manager", contravariant=True)
+_Response = TypeVar("_Response")
 
 
-class ProduceAppender(Protocol):
+class ProduceAppender(Protocol[_Manager, _Response]):
     """What the produce handler calls (the kernel's type)."""
 
-    def append(self, body: object, replica_manager: ReplicaManager, /) -> tuple[
-            list[TopicPartition], dict[TopicPartition, PartitionResponse], Log | None] | None:
+    def append(self, body: object, replica_manager: _Manager, /) -> tuple[
+            list[TopicPartition], dict[TopicPartition, _Response], Log | None] | None:
         """(order, results, pending) of the request ``body`` appended (pending: the log of an acks=-1 append whose
         answer waits for the replicas, else None); None where it declines, nothing done."""
+
+
+_R = TypeVar("_R")
 
 
 def new_produce_appender(topics: Mapping[str, Any], logs: Mapping[tuple[str, int], Log], client_topics: set[str],
                          fetch_purgatory: object, produce_purgatory: object,
                          make_tp: Callable[[str, int], TopicPartition], make_key: Callable[[TopicPartition], object],
-                         make_response: Callable[..., PartitionResponse], origin: object, leader_epoch: int,
+                         make_response: Callable[..., _R], origin: object, leader_epoch: int,
                          no_batches_error: Callable[[str], Exception], no_batches_message: str,
-                         single_broker: type) -> ProduceAppender | None:
+                         single_broker: type) -> ProduceAppender[Any, _R] | None:
     """The compiled appender lent these (see the kernel's ``produce_appender``), or None without the kernel. Nothing
     lent refers to the replica manager (each append is passed it: no cycle through the kernel type)."""
     kernel = _native.loaded_kernel()
     if kernel is None:
         return None
-    appender: ProduceAppender = kernel.produce_appender(
+    appender: ProduceAppender[Any, _R] = kernel.produce_appender(
         topics, logs, client_topics, fetch_purgatory, produce_purgatory, make_tp, make_key, make_response, origin,
         leader_epoch, no_batches_error, no_batches_message, single_broker)
     return appender

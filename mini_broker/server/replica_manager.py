@@ -193,7 +193,7 @@ class ReplicaManager:
         self._client_topics: set[str] = set()
         #: a single broker's common Produce request above the log in one compiled call (None without the kernel: see
         #: mini_broker.server.produce_append; it is lent what it reads, never this manager, which each call passes)
-        self.client_appender: ProduceAppender | None = new_produce_appender(
+        self.client_appender: ProduceAppender[ReplicaManager, PartitionResponse] | None = new_produce_appender(
             metadata_cache.topics_by_name, self.log_manager.logs_by_partition, self._client_topics,
             self.fetch_purgatory, self.produce_purgatory, _new_topic_partition,
             partial(_tuple_new, TopicPartitionOperationKey),
