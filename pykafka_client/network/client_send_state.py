@@ -9,8 +9,20 @@ through ``NetworkClient.ready`` and ``NetworkClient._do_send``, the reference).
 
 from __future__ import annotations
 
+from typing import Protocol
+
 #: Entries of the version-choice cache before it starts again (nodes x request types x allowed ranges).
 MAX_VERSIONS_CHOSEN = 1024
+
+
+class SendState(Protocol):
+    """What a NetworkClient's ``send_state`` is at run time: a :class:`ClientSendState` (the reference) or the
+    kernel's ``ClientSendPath``, which is not a subclass of it; both hold these attributes."""
+
+    ready_node: str | None
+    ready_at_ms: int
+    versions_chosen: dict[tuple[str, type, int | None, int | None], tuple[object, int]]
+    active: bool
 
 
 class ClientSendState:

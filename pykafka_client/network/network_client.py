@@ -52,7 +52,7 @@ from pykafka_client.network.api_versions import ApiVersions, should_client_throt
 from pykafka_client.network.api_versions_handshake import ApiVersionsHandshake, Outcome, decode_response
 from pykafka_client.network.client_request import ClientRequest, RequestBody, RequestCompletionHandler
 from pykafka_client.network.client_response import ClientResponse, RequestHeaderInfo
-from pykafka_client.network.client_send_state import MAX_VERSIONS_CHOSEN, ClientSendState
+from pykafka_client.network.client_send_state import MAX_VERSIONS_CHOSEN, ClientSendState, SendState
 from pykafka_client.network.cluster_connection_states import (
     MAX_DELAY_MS,
     ClusterConnectionStates,
@@ -249,7 +249,7 @@ class NetworkClient(ConnectionFailures):
         self._state = _State.ACTIVE
         #: the ready cache, the versions chosen, whether active (:class:`ClientSendState`, or the kernel's
         #: ClientSendPath, which is then also this client's ready and send: :meth:`_new_send_state`)
-        self.send_state: ClientSendState = self._new_send_state()
+        self.send_state: SendState = self._new_send_state()
         self.metadata = metadata
         if metadata_updater is None:
             if metadata is None:
@@ -275,7 +275,7 @@ class NetworkClient(ConnectionFailures):
         can_send: Callable[[InFlightRequestsApi, str, int], bool] = readiness.can_send
         return can_send
 
-    def _new_send_state(self) -> ClientSendState:
+    def _new_send_state(self) -> SendState:
         """The kernel's ClientSendPath when the kernel is on, the selector a real Selector (its compiled send and
         readiness made) and this class's ready, poll_delay_ms, new_client_request and send (_do_send) NetworkClient's:
         this client's ready, poll_delay_ms, new_client_request and send are then the path's (instance attributes: no
@@ -291,7 +291,7 @@ class NetworkClient(ConnectionFailures):
             or type(self).poll_delay_ms is not NetworkClient.poll_delay_ms
         ):
             return ClientSendState()
-        path: ClientSendState = kernel.ClientSendPath(
+        path: SendState = kernel.ClientSendPath(
             self, NetworkClient.ready, NetworkClient._do_send, paths.can_send, paths.send, paths.encoders,
             encode_request_frame, encode_reference_frame, _new_network_send, _new_in_flight_request, RequestHeaderInfo,
             NetworkClient.new_client_request, paths.correlation_ids, _new_client_request, NetworkClient.poll_delay_ms,
