@@ -17,8 +17,9 @@ from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.headers import decode_response, encode_request
 from pykafka_client.protocol.messages import OffsetCommitRequest, OffsetCommitResponse
 from pykafka_client.structs import TopicPartition
+from tests.doubles.frames import frame_bytes
 from tests.integration.broker.test_log_compaction import wait_until
-from tests.integration.security.raw_client import RawClient, frame_bytes
+from tests.integration.security.raw_client import RawClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import socket
 import struct
-from collections.abc import Sequence
 
 from pykafka_client.network.transport.sasl import wire
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.headers import decode_response, encode_request
 from pykafka_client.protocol.messages import MetadataRequest, MetadataResponse
-
-
-def frame_bytes(chunks: Sequence[object]) -> bytes:
-    return b"".join(bytes(c) for c in chunks)  # type: ignore[call-overload]
+from tests.doubles.frames import frame_bytes
 
 
 class RawClient:

@@ -14,10 +14,10 @@ import pytest
 from mini_broker.broker import MiniBroker
 from pykafka_client.protocol.headers import encode_request
 from pykafka_client.protocol.messages import ApiVersionsRequest
+from tests.doubles.frames import frame_bytes
 from tests.integration.transport.certs import Pki
 
 from .conftest import secure_config
-from .raw_client import frame_bytes
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -19,9 +19,10 @@ from pykafka_client.errors import IllegalSaslStateError, SaslAuthenticationError
 from pykafka_client.network.transport.sasl import wire
 from pykafka_client.protocol.headers import encode_request
 from pykafka_client.protocol.messages import ProduceRequest
+from tests.doubles.frames import frame_bytes
 
 from .conftest import JAAS, PASSWORD, USER, client_config, watching_requests
-from .raw_client import RawClient, frame_bytes
+from .raw_client import RawClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
