@@ -167,7 +167,8 @@ def test_list_offsets_groups_by_leader_and_retries_after_not_leader() -> None:
 
     e.responders[ApiKey.LIST_OFFSETS] = answer
     out = e.admin.list_offsets({("t", 0): OffsetSpec.earliest(), ("t", 1): OffsetSpec.latest()}, timeout=5)
-    assert out[("t", 0)].offset == 40 and out[("t", 1)].offset == 41
+    assert ("t", 0) in out and ("t", 1) in out  # the results are found by the tuples given too
+    assert out[TopicPartition("t", 0)].offset == 40 and out[TopicPartition("t", 1)].offset == 41
     assert all(type(tp) is TopicPartition for tp in out)  # the one TopicPartition, equal to the tuples given
     first_round = {r.destination for r in e.sent(ApiKey.LIST_OFFSETS)[:2]}
     assert first_round == {"0", "1"}  # partitions 0 and 1 have different leaders

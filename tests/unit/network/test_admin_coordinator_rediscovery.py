@@ -179,11 +179,11 @@ def test_every_coordinator_bound_call_finds_the_successor_of_a_dead_coordinator(
 
 def test_every_call_bound_to_a_coordinator_looks_it_up_again_when_it_is_unreachable() -> None:
     """The share-group calls and the others not scripted above use the same lookups: their targets move."""
-    coordinator_bound = [name for name, kind in api_table.ADMIN_APIS.items()
-                         if isinstance(getattr(kind, "lookup", None), Coordinators)]
+    coordinator_bound = {name: lookup for name, kind in api_table.ADMIN_APIS.items()
+                         if isinstance(lookup := getattr(kind, "lookup", None), Coordinators)}
     assert {"list_share_group_offsets", "alter_share_group_offsets", "delete_share_group_offsets",
             "describe_share_groups", "delete_share_groups", *CALLS} <= set(coordinator_bound)
-    assert all(api_table.ADMIN_APIS[name].lookup.targets_move for name in coordinator_bound)
+    assert all(lookup.targets_move for lookup in coordinator_bound.values())
 
 
 def test_the_timeout_names_the_call_the_group_the_coordinator_last_tried_and_the_last_error() -> None:
@@ -235,5 +235,5 @@ def test_a_partition_leader_that_dies_is_looked_up_again_in_fresh_metadata() -> 
     env.responders[ApiKey.METADATA] = metadata
     env.responders[ApiKey.LIST_OFFSETS] = _dies_when_asked(env, 0, _listed)
     out = env.admin.list_offsets({("t", 0): OffsetSpec.latest()}, timeout=30)
-    assert out[("t", 0)].offset == 40
+    assert out[TopicPartition("t", 0)].offset == 40
     assert [r.destination for r in env.sent(ApiKey.LIST_OFFSETS)] == ["0", "1"]

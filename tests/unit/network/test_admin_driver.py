@@ -419,11 +419,15 @@ def test_an_absent_partition_fails_its_key_after_one_refresh_the_others_are_stil
     env.admin.close()
 
 
+def _metadata_with_epoch(leader_epoch: int) -> Callable[[SentRequest], object]:
+    return lambda r: metadata_response(BROKERS, {"t": 1}, leader_epoch=leader_epoch)
+
+
 def test_list_offsets_builds_the_request_of_the_negotiated_version() -> None:
     # (epoch 0, a partition's first leader, is sent as 0: -1 would switch the broker's fencing check off)
     for max_version, isolation, seen, epoch in ((1, 0, 5, -1), (3, 1, 5, -1), (9, 1, 5, 5), (9, 1, 0, 0)):
         env = Env(api_versions=api_versions_response({ApiKey.LIST_OFFSETS: (0, max_version)}))
-        env.responders[ApiKey.METADATA] = lambda r, seen=seen: metadata_response(BROKERS, {"t": 1}, leader_epoch=seen)
+        env.responders[ApiKey.METADATA] = _metadata_with_epoch(seen)
         env.responders[ApiKey.LIST_OFFSETS] = _offsets(lambda node, tp: 0)
         env.admin.list_offsets({("t", 0): OffsetSpec.latest()}, timeout=5, isolation_level=IsolationLevel.READ_COMMITTED)
         (sent,) = env.sent(ApiKey.LIST_OFFSETS)

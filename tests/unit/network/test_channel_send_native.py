@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 from dataclasses import asdict
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import pytest
 from hypothesis import given, settings
@@ -85,7 +85,7 @@ class World:
         script = ScriptedSendmsg()
         channel = self.selector.channel(node)
         assert channel is not None and channel.plain_sendmsg is not None
-        channel.plain_sendmsg = script
+        channel.plain_sendmsg = cast("Callable[..., int]", script)  # the socket's sendmsg, as the common send calls it
         return script
 
     def _reference_send(self, in_flight: InFlightRequestsApi, request: InFlightRequest, send: NetworkSend) -> None:

@@ -261,7 +261,7 @@ def test_the_client_is_its_path_s_ready_and_send_and_is_freed_by_refcount() -> N
 
 def test_a_subclass_overriding_send_keeps_its_own() -> None:
     class Counting(NetworkClient):
-        def send(self, request: Any, now_ms: int, is_internal: bool = False) -> None:  # type: ignore[override]  # a test's
+        def send(self, request: Any, now_ms: int, is_internal: bool = False) -> None:
             super()._do_send(request, now_ms, is_internal)
 
     client = Counting(Selector(), metadata_updater=ManualMetadataUpdater(list(NODES)), discover_broker_versions=False)

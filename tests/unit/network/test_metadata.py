@@ -47,7 +47,8 @@ def test_cluster_view_after_update() -> None:
     assert c.topics() == {"a", "b"} and c.partition_count_for_topic("a") == 2
     leader = c.leader_for(("a", 1))
     assert leader is not None and leader.id == 1
-    assert c.topic_id("a") is not None and c.topic_name(c.topic_id("a")) == "a"
+    topic_id = c.topic_id("a")
+    assert topic_id is not None and c.topic_name(topic_id) == "a"
     assert m.time_to_next_update(1000) == 10_000
 
 

@@ -7,6 +7,7 @@ Before the deadline: no update is due (time_to_next_update is the time to it), n
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -65,12 +66,13 @@ def test_a_backoff_that_can_outlast_the_expiry_keeps_the_deadline_reset() -> Non
 
 
 def test_failed_attempted_out_of_band_epoch_and_rebootstrap_reset_the_deadline() -> None:
-    for change in (
+    changes: tuple[Callable[[Metadata], object], ...] = (
         lambda m: m.failed_update(2000),
         lambda m: m.attempt_started(2000),
         lambda m: m.update_last_seen_epoch_if_newer(("a", 0), 5),
         lambda m: m.rebootstrap(),
-    ):
+    )
+    for change in changes:
         m = md()
         m.update(0, metadata_response(NODES, {"a": 1}), False, 1000)
         assert m.no_update_before_ms == 1000 + EXPIRE_MS

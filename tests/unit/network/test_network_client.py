@@ -20,6 +20,7 @@ from pykafka_client.network.transport.selectable import (
     POLL_COMPLETED_SENDS,
     POLL_DISCONNECTED,
     POLL_REAUTHENTICATION_SCHEDULED,
+    NetworkSend,
 )
 from pykafka_client.protocol import headers
 from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
@@ -855,9 +856,9 @@ def test_the_send_after_a_ready_answer_at_the_same_time_does_not_ask_again() -> 
     asked: list[str] = []
     is_channel_ready = h.selector.is_channel_ready
 
-    def counted(node_id: str) -> bool:
-        asked.append(node_id)
-        return is_channel_ready(node_id)
+    def counted(connection_id: str) -> bool:
+        asked.append(connection_id)
+        return is_channel_ready(connection_id)
 
     h.selector.is_channel_ready = counted  # type: ignore[method-assign]
     assert h.client.ready(h.node, h.now)
@@ -900,7 +901,11 @@ def test_completed_sends_looked_at_only_once_a_request_expects_no_response(monke
     h = Harness()
     looked: list[int] = []
     completed_sends = h.selector.completed_sends
-    monkeypatch.setattr(h.selector, "completed_sends", lambda: looked.append(1) or completed_sends())
+    def looked_at() -> list[NetworkSend]:
+        looked.append(1)
+        return completed_sends()
+
+    monkeypatch.setattr(h.selector, "completed_sends", looked_at)
     h.await_ready()
     a = h.send()
     assert h.poll() == []
@@ -922,7 +927,11 @@ def test_poll_scans_for_timed_out_requests_only_past_the_earliest_deadline(monke
     in_flight = h.client.in_flight_requests = InFlightRequests(h.client.in_flight_requests.max_in_flight_requests_per_connection)
     scans: list[int] = []
     scan = in_flight.nodes_with_timed_out_requests
-    monkeypatch.setattr(in_flight, "nodes_with_timed_out_requests", lambda now: scans.append(now) or scan(now))
+    def scanned(now: int) -> list[str]:
+        scans.append(now)
+        return scan(now)
+
+    monkeypatch.setattr(in_flight, "nodes_with_timed_out_requests", scanned)
     sent_at = h.now
     h.send()
     h.poll()
@@ -955,8 +964,16 @@ def test_steady_polls_ask_no_handshake_nor_connection_setup_question(monkeypatch
     h = Harness()
     asked: list[str] = []
     has_due, has_connecting = ApiVersionsHandshake.has_due, h.client.connection_states.has_connecting_nodes
-    monkeypatch.setattr(ApiVersionsHandshake, "has_due", lambda self: asked.append("due") or has_due(self))
-    monkeypatch.setattr(h.client.connection_states, "has_connecting_nodes", lambda: asked.append("connecting") or has_connecting())
+    def due(self: ApiVersionsHandshake) -> bool:
+        asked.append("due")
+        return has_due(self)
+
+    def connecting() -> bool:
+        asked.append("connecting")
+        return has_connecting()
+
+    monkeypatch.setattr(ApiVersionsHandshake, "has_due", due)
+    monkeypatch.setattr(h.client.connection_states, "has_connecting_nodes", connecting)
     h.await_ready()
     h.poll()
     asked.clear()

@@ -51,7 +51,7 @@ def test_the_senders_request_gets_its_results(native: bool) -> None:
     body = response.response_body
     expected = DecodedProduceResponse if native else ProduceResponse
     assert type(body) is expected
-    if expected is DecodedProduceResponse:
+    if isinstance(body, DecodedProduceResponse):
         assert body.results == [("t", [(0, 42, -1, 0)])]
     assert body == OK
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from pykafka_client import AdminClient, KafkaConsumer, TopicPartition
+from pykafka_client import AdminClient, ConsumerRecord, KafkaConsumer, TopicPartition
 from pykafka_client.admin import (
     AlterConfigOp,
     ConfigResource,
@@ -334,7 +334,7 @@ def drive_consumer(extra_config: dict[str, Any]) -> None:
     consumer: KafkaConsumer[Any, Any] = KafkaConsumer(config, time=time, client=cnc, metadata=metadata)
     try:
         consumer.subscribe([TOPIC])
-        records = []
+        records: list[ConsumerRecord[Any, Any]] = []
         for _ in range(20):
             records.extend(consumer.poll(0.05))
             if records:
@@ -411,7 +411,9 @@ def _admin_responders() -> dict[int, Callable[[SentRequest], Any]]:
 
 
 def _capped_api_versions(cap: int) -> Any:
-    overrides = {k: (lo, max(lo, min(hi, cap))) for k, (lo, hi) in CLIENT_SUPPORTED_VERSIONS.items()}
+    overrides: dict[int, tuple[int, int] | None] = {
+        k: (lo, max(lo, min(hi, cap))) for k, (lo, hi) in CLIENT_SUPPORTED_VERSIONS.items()
+    }
     return api_versions_response(overrides)
 
 
@@ -467,6 +469,11 @@ def drive_admin(cap: int) -> None:
 ADMIN_CAPS = range(0, max(hi for _, hi in CLIENT_SUPPORTED_VERSIONS.values()) + 1)
 
 
+def drive_admin_at_every_cap() -> None:
+    for cap in ADMIN_CAPS:
+        drive_admin(cap)
+
+
 # --- the tests ---------------------------------------------------------------------------------------
 
 STATIC = {"group.instance.id": "instance-1"}
@@ -481,7 +488,7 @@ SCENARIOS: dict[str, tuple[Callable[[], None], bool, set[str]]] = {
         "TXN_OFFSET_COMMIT", "END_TXN",
     }),
     "admin": (
-        lambda: [drive_admin(cap) for cap in ADMIN_CAPS] and None,
+        drive_admin_at_every_cap,
         True,
         {
             "API_VERSIONS",

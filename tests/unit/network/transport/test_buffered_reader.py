@@ -270,7 +270,7 @@ def test_frames_and_sends_carry_no_instance_dict() -> None:
 
     reader = BufferedFrameReader("n", 1 << 20)
     transport = ScriptedTransport(b"\x00\x00\x00\x02ab")
-    (receive,), _, _ = reader.read_frames(transport, 16, 1 << 20)  # type: ignore[arg-type]
+    (receive,), _, _ = reader.read_frames(transport, 16, 1 << 20)
     assert type(receive) is NetworkReceive and (receive.source, bytes(receive.payload), receive.extra) == ("n", b"ab", None)
     send = NetworkSend("n", [b"\x00\x00\x00\x00"], 4)
     for obj in (receive, send):

@@ -57,8 +57,8 @@ def _channel(transport: _Transport) -> KafkaChannel:
     return KafkaChannel("n1", transport)  # type: ignore[arg-type]  # the duck-typed transport above
 
 
-def _send(pieces: list[object]) -> NetworkSend:
-    return NetworkSend("n1", pieces, sum(len(p) for p in pieces))  # type: ignore[arg-type]
+def _send(pieces: list[bytes | bytearray]) -> NetworkSend:
+    return NetworkSend("n1", pieces, sum(len(p) for p in pieces))
 
 
 def test_bytes_pieces_go_out_in_one_write_of_the_pieces_as_they_are() -> None:
@@ -90,7 +90,7 @@ def test_a_partial_write_resumes_where_the_transport_stopped(pieces: list[bytes]
     # the same bytes, in order, whatever the transport takes at each write: as the general path writes them
     t = _Transport(limits)
     ch = _channel(t)
-    send = _send(list(pieces))
+    send = _send(list[bytes | bytearray](pieces))
     done = ch.write_new_send(send)
     for _ in range(len(limits) + 2):
         if done is not None:

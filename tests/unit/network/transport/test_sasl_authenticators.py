@@ -29,6 +29,7 @@ from pykafka_client.network.transport.sasl import (
 from pykafka_client.network.transport.sasl.authenticator import SaslState
 from pykafka_client.network.transport.sasl.mechanism import SaslClientMechanism, SaslServerMechanismFactory
 from pykafka_client.network.transport.sasl.wire import MAX_RESERVED_CORRELATION_ID, MIN_RESERVED_CORRELATION_ID
+from pykafka_client.network.transport.selectable import Buffer
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.headers import encode_response
 from pykafka_client.protocol.messages import SaslAuthenticateResponse
@@ -66,7 +67,7 @@ class PipeEnd:
         del self.inbox[:n]
         return n
 
-    def write_buffers(self, views: Sequence[memoryview]) -> int:
+    def write_buffers(self, views: Sequence[Buffer]) -> int:
         assert self.peer is not None
         data = b"".join(bytes(v) for v in views)[: self.chunk]
         self.peer.inbox += data
