@@ -16,3 +16,12 @@ def chunk_bytes(chunk: Chunk) -> bytes:
 def frame_bytes(chunks: Iterable[Chunk]) -> bytes:
     """The chunks joined."""
     return b"".join(chunk_bytes(c) for c in chunks)
+
+
+def sent_bytes(buffers: Iterable[object]) -> bytes:
+    """A send's buffers joined (typed ``object`` where the send holds them): each must be bytes-like in memory."""
+    out = bytearray()
+    for b in buffers:
+        assert isinstance(b, (bytes, bytearray, memoryview)), f"a {type(b).__name__} in a send the test holds in memory"
+        out += b
+    return bytes(out)

@@ -34,10 +34,10 @@ def test_the_log_files_are_the_same_whatever_the_buffer(tmp_path: Path, kind: st
     for data in _inputs():
         reference.append(data)
         frame = bytearray(b"\x00" * 7 + data)  # the records inside a bigger frame, as a request's are
-        given: bytes | bytearray | memoryview = {
+        given: dict[str, bytes | bytearray | memoryview] = {
             "bytes": data, "bytearray": bytearray(data), "readonly view": memoryview(bytes(frame))[7:],
-            "writable view": memoryview(frame)[7:]}[kind]
-        lg.append(given)
+            "writable view": memoryview(frame)[7:]}
+        lg.append(given[kind])
     assert _log_bytes(lg) == _log_bytes(reference)
     assert values_of(_log_bytes(lg)) == [(i, v) for i, v in enumerate([b"a", b"b", b"c", b"d", b"e", b"f", b"g"])]
     reference.close()

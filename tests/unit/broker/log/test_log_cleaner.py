@@ -4,6 +4,7 @@ producer state, choice of log, compaction lag, checkpoints and crash recovery of
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,7 @@ def compacted(**overrides: object) -> LogConfig:
 
 
 def kv_batch(
-    pairs: list[tuple[bytes | None, bytes | None]], ts: int, *, pid: int = -1, epoch: int = -1, seq: int = -1,
+    pairs: Sequence[tuple[bytes | None, bytes | None]], ts: int, *, pid: int = -1, epoch: int = -1, seq: int = -1,
     transactional: bool = False,
 ) -> bytes:
     builder = MemoryRecordsBuilder(write_limit=1 << 24, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
@@ -177,7 +178,9 @@ def test_markers_kept_until_safe_then_removed(tmp_path: Path, time: MockTime) ->
     log.append(kv_batch([(b"y", b"c2")], now, pid=7, epoch=0, seq=2, transactional=True))
     log.append(marker(False, 7, 0, now), origin=AppendOrigin.COORDINATOR)
     log.roll()
-    controls = lambda: [b.base_offset for b in batches_of(log) if b.is_control]  # noqa: E731
+    def controls() -> list[int]:
+        return [b.base_offset for b in batches_of(log) if b.is_control]
+
     assert len(controls()) == 3
     end = clean(log, time)
     # pass 1: the abort's data was seen (removed now): its marker stays and so does its index entry; the commits

@@ -146,7 +146,7 @@ def test_the_compiled_log_end_appends_as_the_reference(tmp_path_factory: pytest.
             data = _data(-1, -1, -1, records, False, value_size)
         elif what in ("commit", "abort"):
             data, origin = _marker(pid, p.epoch, what == "abort"), AppendOrigin.COORDINATOR
-        results = []
+        results: list[object] = []
         for kernel, lg in logs.items():
             if data is not None:
                 payload = data if what == "bytes" else memoryview(bytearray(data))

@@ -98,7 +98,7 @@ def test_a_producers_next_batch_takes_the_fast_path(tmp_path_factory: pytest.Tem
     """The path the test above compares is the one taken: the second in-order batch of a producer."""
     manager = ProducerStateManager("t-0", str(tmp_path_factory.mktemp("psm")))
     taken: list[object] = []
-    original: Callable[[B, int], PendingAppend | None] = manager._prepare_next_batch  # type: ignore[assignment]
+    original: Callable[[B, int], PendingAppend | None] = manager._prepare_next_batch
 
     def spy(batch: B, first_offset: int) -> PendingAppend | None:
         result = original(batch, first_offset)

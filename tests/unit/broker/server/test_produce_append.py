@@ -13,7 +13,7 @@ import gc
 import glob
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +22,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mini_broker.broker import MiniBroker
-from mini_broker.network.request_channel import Request
+from mini_broker.network.request_channel import Request, Response
 from mini_broker.purgatory import TopicPartitionOperationKey
 from mini_broker.purgatory.delayed_operation import DelayedOperation
+from mini_broker.purgatory.delayed_operation_purgatory import DelayedOperationPurgatory
 from mini_broker.server.replica_manager import ReplicaManager
 from pykafka_client.protocol import headers
 from pykafka_client.protocol.messages import ProduceRequest
@@ -47,10 +48,15 @@ class Pair:
         for i, broker in enumerate(self.brokers):
             broker.start()
             assert broker.apis is not None and broker.replica_manager is not None
-            broker.apis.channel.send_response = self.sent[i].append  # type: ignore[method-assign]  # the answers kept
+            broker.apis.channel.send_response = self._keeper(self.sent[i])  # type: ignore[method-assign, assignment]  # kept
         assert self.rm(0).client_appender is not None
         self.rm(1).client_appender = None
         self.topics = itertools.count()
+
+    @staticmethod
+    def _keeper(sent: list[Any]) -> Callable[[Response], None]:
+        """A channel's send_response that keeps the answers."""
+        return sent.append
 
     def rm(self, i: int) -> ReplicaManager:
         rm = self.brokers[i].replica_manager
@@ -178,7 +184,9 @@ def run_both(pair: Pair, ops: list[Op]) -> None:
             assert broker.apis is not None
             if watch:
                 key = TopicPartitionOperationKey(built[0][0], built[0][1])
-                for purgatory in (pair.rm(i).fetch_purgatory, pair.rm(i).produce_purgatory):
+                purgatories: list[DelayedOperationPurgatory[Any]] = [pair.rm(i).fetch_purgatory,
+                                                                     pair.rm(i).produce_purgatory]
+                for purgatory in purgatories:
                     purgatory.try_complete_else_watch(Watcher(pair.completed[i], (step, purgatory.purgatory_name)),
                                                       [key])
             request: Request = broker.apis.parse_request(0, "c", "127.0.0.1", "PLAINTEXT",
@@ -240,7 +248,11 @@ def test_the_common_request_takes_the_compiled_call(pair: Pair) -> None:
     original = ReplicaManager.append_records
     states: dict[int, tuple[int, int]] = {}
     try:
-        ReplicaManager.append_records = lambda *a, **k: (calls.append(a), original(*a, **k))[1]  # type: ignore[method-assign]
+        def counted(*a: Any, **k: Any) -> Any:
+            calls.append(a)
+            return original(*a, **k)
+
+        ReplicaManager.append_records = counted  # type: ignore[method-assign]  # counted, then the real one
         broker = pair.brokers[0]
         assert broker.apis is not None
         for step in range(3):  # the first append of a topic takes the reference (its name checked), then the call

@@ -24,6 +24,7 @@ from pykafka_client.protocol import headers
 from pykafka_client.protocol.messages import ProduceRequest, ProduceResponse, RequestHeader
 from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.types import Reader
+from tests.doubles.frames import frame_bytes
 
 VERSIONS = range(MIN_VERSION, MAX_VERSION + 1)
 Part = ProduceResponse.PartitionProduceResponse
@@ -46,13 +47,13 @@ bodies = st.builds(ProduceResponse, responses=st.lists(topics, max_size=3), thro
 def generic(body: ProduceResponse, version: int, correlation_id: int) -> bytes:
     body = copy.deepcopy(body)
     fit_to_version(body, version)
-    return b"".join(bytes(c) for c in headers.encode_response(body, 0, version, correlation_id))
+    return frame_bytes(headers.encode_response(body, 0, version, correlation_id))
 
 
 def direct(body: ProduceResponse, version: int, correlation_id: int) -> bytes:
     pieces = encode_produce_response(body, version, correlation_id)
     assert pieces is not None, f"v{version}: the direct encoder declined {body}"
-    return b"".join(pieces)
+    return frame_bytes(pieces)
 
 
 @settings(max_examples=400, deadline=None)
@@ -120,7 +121,7 @@ requests = st.builds(
 
 
 def frame_payload(body: ProduceRequest, version: int, client_id: str | None) -> bytes:
-    return b"".join(bytes(c) for c in headers.encode_request(body, version, 9, client_id))[4:]
+    return frame_bytes(headers.encode_request(body, version, 9, client_id))[4:]
 
 
 def generated_read(payload: bytes, version: int) -> tuple[str | None, ProduceRequest, int]:

@@ -69,7 +69,7 @@ def test_what_it_declines_changes_nothing(bad: str) -> None:
     kernel = _native.loaded_kernel()
     assert kernel is not None
     lock, counter, hist = instruments()
-    ns: list[object] = [5, 1, 2, 3, -1, 3, 4, 5]
+    ns: list[int] = [5, 1, 2, 3, -1, 3, 4, 5]
     for h in hist:  # one observation already, so that a change would show
         h.count, h.sum, h.min, h.max = 1, 1.0, 1.0, 1.0
     histograms: tuple[object, ...] = hist
@@ -78,7 +78,7 @@ def test_what_it_declines_changes_nothing(bad: str) -> None:
     elif bad == "bool_stamp":
         ns[0] = True
     elif bad == "int_sum":
-        hist[3].sum = 1  # type: ignore[assignment]
+        hist[3].sum = 1  # an int where the kernel expects a float
     elif bad == "unset_slot":
         del hist[5].max
     elif bad == "other_type":

@@ -20,6 +20,7 @@ from pykafka_client.protocol.messages import ApiVersionsRequest, ProduceResponse
 from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.types import Message
 from pykafka_client.utils.time import MockTime
+from tests.doubles.frames import sent_bytes
 
 
 class Sink:
@@ -47,7 +48,7 @@ def request(api_local_complete_time_ns: int = -1) -> Request:
 def sent_fields(response: Response) -> tuple[Any, ...]:
     assert isinstance(response, SendResponse)
     r = response.request
-    return (b"".join(bytes(p) for p in response.buffers), response.size, response.body, response.on_complete,
+    return (sent_bytes(response.buffers), response.size, response.body, response.on_complete,
             response.destination, response.written, response.extra, r.api_local_complete_time_ns,
             r.api_remote_complete_time_ns, r.response_complete_time_ns)
 
@@ -81,7 +82,11 @@ def test_a_direct_encoders_frame_takes_the_general_path_when_a_quota_is_active(m
             return True
 
     apis.quotas = ActiveQuotas()  # type: ignore[assignment]
-    monkeypatch.setattr(apis, "_record_quotas", lambda r, size: recorded.append(size) or 0)
+    def record_quotas(request: Request, size: int) -> int:
+        recorded.append(size)
+        return 0
+
+    monkeypatch.setattr(apis, "_record_quotas", record_quotas)
     apis.send_response(request(), ProduceResponse(), encoded=[b"\x00\x00\x00\x04\x00\x00\x00\x07"])
     assert recorded == [8] and len(sink.responses) == 1
 
