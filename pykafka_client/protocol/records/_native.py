@@ -32,6 +32,9 @@ class PendingRecordsApi(Protocol):
     def records_bytes(self) -> bytes | None:
         """The records section as encoded at append (base offset 0); None once it holds tuples (list mode)."""
 
+    def is_encoded(self) -> bool:
+        """The records are kept as bytes (not tuples)."""
+
     def callbacks(self) -> list[Any]:
         """Each record's delivery callback, or None."""
 
@@ -181,8 +184,8 @@ class Kernel(Protocol):
 
     def pending_columns(
         self, pending: Any, with_timestamps: bool, /
-    ) -> tuple[list[int] | None, list[int], list[int]] | None:
-        """Reference: ``producer_batch.pending_columns_reference``."""
+    ) -> tuple[list[int] | int | None, list[int] | int, list[int] | int] | None:
+        """Reference: ``producer_batch.pending_columns_reference`` (a column of one value is that int)."""
 
     def batch_try_append(
         self, batch: object, timestamp: int, key: object, value: object, headers: object, callback: object, now_ms: int, /

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
+from typing import TypeGuard
 
 from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.future_record_metadata import FutureRecordMetadata
@@ -66,7 +67,7 @@ def batches_in(body: ProduceRequest) -> dict[TopicPartition, DefaultRecordBatch]
     return out
 
 
-def is_produce(body: object) -> bool:
+def is_produce(body: object) -> TypeGuard[ProduceRequest]:
     return isinstance(body, ProduceRequest)
 
 

@@ -111,7 +111,7 @@ def test_the_compiled_round_equals_the_reference(ops: list[tuple[Any, ...]], lin
     for op in ops:
         kind = op[0]
         snapshot = _snapshot(leaders, epochs, seen)
-        answers = []
+        answers: list[object] = []
         for side in sides:
             acc, now = side.acc, side.time.hi_res_clock_ms()
             if kind == "append":

@@ -153,7 +153,8 @@ def test_records_sharing_timestamp_and_headers_objects_encode_as_the_reference(
 
 
 def test_one_timestamp_object_shared_by_a_large_batch_is_byte_identical() -> None:
-    ts, headers = 1_700_000_000_123, ()
+    ts = 1_700_000_000_123
+    headers: tuple[tuple[str, bytes], ...] = ()
     records = [(ts, None if i % 2 else b"", b"v" * (i % 130), headers if i % 5 else None, None) for i in range(700)]
     records[600] = (ts + 1, b"k", b"v", (("h", b"x"),), None)  # a new object, then the shared one again
     batch = _Batch(records, 7, 2, 11, False)

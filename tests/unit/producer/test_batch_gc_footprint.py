@@ -25,6 +25,7 @@ from pykafka_client.producer.future_record_metadata import (
     NOT_COLLECTED,
     BatchOutcome,
     CallSegment,
+    Column,
     FutureRecordMetadata,
     SendBatchFuture,
 )
@@ -134,6 +135,11 @@ def test_the_batches_of_a_partition_share_its_topic_partition() -> None:
         p.close(0)
 
 
+def _size_columns(outcome: BatchOutcome) -> tuple[Column, Column]:
+    """The outcome's key and value size columns, read afresh (completion sets them)."""
+    return outcome.key_sizes, outcome.value_sizes
+
+
 def _none(container: object) -> bool:
     """``container`` is the empty tuple (a container made only when needed, not made)."""
     return container == ()
@@ -164,7 +170,7 @@ def test_an_outcome_makes_its_containers_only_when_needed() -> None:
     assert isinstance(o.calls, CallSegment)  # the only segment: kept alone, no list
     b.done(100, -1, None)
     assert order == [2, 22, 0]  # in the order the futures were watched, each future's callbacks in their order
-    assert _none(o.watched) and _none(o.calls) and (o.key_sizes, o.value_sizes) == (-1, 100)
+    assert _none(o.watched) and _none(o.calls) and _size_columns(o) == (-1, 100)
     assert [m.offset for m in call.result(0)] == [100, 101, 102, 103]
     assert futures[3].result(0).offset == 103
 

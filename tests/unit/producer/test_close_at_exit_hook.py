@@ -12,7 +12,6 @@ from collections.abc import Callable
 import pytest
 
 from pykafka_client import KafkaProducer
-from pykafka_client.producer import kafka_producer
 from tests.unit.producer.test_kafka_producer_api import closed_port
 
 
@@ -22,8 +21,8 @@ def _new() -> KafkaProducer:
 
 def test_close_removes_the_exit_hook(monkeypatch: pytest.MonkeyPatch) -> None:
     registered: list[Callable[[], None]] = []
-    monkeypatch.setattr(kafka_producer.atexit, "register", registered.append)
-    monkeypatch.setattr(kafka_producer.atexit, "unregister", lambda f: registered.remove(f) if f in registered else None)
+    monkeypatch.setattr(atexit, "register", registered.append)
+    monkeypatch.setattr(atexit, "unregister", lambda f: registered.remove(f) if f in registered else None)
     producer = _new()
     assert registered == [producer._exit_hook]
     producer.close(0)

@@ -134,7 +134,7 @@ def test_send_hands_over_at_new_batches_only(
     """The kernel's send path applies the rule once per batch it opens (none for a record into the open batch), and
     asks ``request_full`` only when the I/O thread wants the GIL and the broker is busy."""
     assert handoff_type is not None
-    p = _producer(1, **{"batch.size": 1024})
+    p = _producer(1, None, **{"batch.size": 1024})
     try:
         h = handoff_type(max_wait_us=0)
         h._set_state(state, idle)
@@ -166,7 +166,7 @@ def _offer_through(p: KafkaProducer, handoff: Any, rule: _Rule) -> None:
 def test_send_batch_offers_at_its_new_batches(state: int, idle: bool, full: bool, yields_per_batch: int) -> None:
     """send_batch applies the same rule at each batch it opens (``KafkaProducer._handoff_offer``)."""
     assert handoff_type is not None
-    p = _producer(1, **{"batch.size": 1024})
+    p = _producer(1, None, **{"batch.size": 1024})
     try:
         h = handoff_type(max_wait_us=0)
         h._set_state(state, idle)
@@ -185,7 +185,7 @@ def test_send_batch_asks_the_rule_about_the_sticky_partition_the_records_went_to
     """Without a partition (keyless records: the sticky partitioner), ``request_full`` is asked about the partition
     each new batch was opened for, never about UNKNOWN_PARTITION (-1, which has no leader)."""
     assert handoff_type is not None
-    p = _producer(3, **{"batch.size": 1024})
+    p = _producer(3, None, **{"batch.size": 1024})
     try:
         h = handoff_type(max_wait_us=0)
         h._set_state(WANTS, False)
@@ -203,7 +203,7 @@ def test_send_batch_asks_the_rule_about_the_sticky_partition_the_records_went_to
 def test_a_wake_up_tuple_without_a_handoff_is_unchanged() -> None:
     """The 3-item wake-up tuple (no hand-off: the pure-Python selector wait, the async producer) still wakes the
     Sender at a new batch."""
-    p = _producer(1, **{"batch.size": 1024})
+    p = _producer(1, None, **{"batch.size": 1024})
     try:
         calls: list[None] = []
         wakeup = (p.sender, WAKEUP_PENDING_ATTRIBUTE, lambda: calls.append(None))
@@ -229,7 +229,7 @@ def _fill(p: KafkaProducer, partition: int, batches: int) -> None:
 
 def test_request_full_one_partition() -> None:
     """On one partition the request is full as soon as any batch is full (a second one was opened)."""
-    p = _producer(1, **{"batch.size": 1024})
+    p = _producer(1, None, **{"batch.size": 1024})
     try:
         assert p.accumulator.request_full(p.metadata, TOPIC, 0) is False  # no queue yet
         _fill(p, 0, 1)

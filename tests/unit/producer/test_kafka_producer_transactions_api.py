@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -48,7 +48,7 @@ def test_transactional_id_without_idempotence_is_a_configuration_error(conflict:
 def test_transactional_calls_on_a_non_transactional_producer_raise() -> None:
     p = KafkaProducer({"bootstrap.servers": closed_port(), "max.block.ms": 0})
     try:
-        calls = [
+        calls: list[Callable[[], object]] = [
             p.init_transactions, p.begin_transaction, p.commit_transaction, p.abort_transaction,
             lambda: p.send_offsets_to_transaction({TopicPartition("t", 0): 1}, Group()),
         ]

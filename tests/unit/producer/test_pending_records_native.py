@@ -7,7 +7,7 @@ Python fallback); a record the encoding cannot take as the reference would turns
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
@@ -257,7 +257,7 @@ def test_one_record_appends_at_the_varint_edges_and_buffer_boundaries_equal_the_
         assert (a is None) == (b is None) and isinstance(a, type) == isinstance(b, type)
         if a is None:
             break
-        if i in handed_out and nat.pending.is_encoded():
+        if i in handed_out and cast(_native.PendingRecordsApi, nat.pending).is_encoded():
             held.append(_kernel().encode_batch(nat.pending, 1, 0, 0, False, crc32c))
     state = ("size_bytes", "base_timestamp", "max_timestamp", "max_record_size", "has_callbacks", "record_count")
     assert [getattr(nat, s) for s in state] == [getattr(ref, s) for s in state]

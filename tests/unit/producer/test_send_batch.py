@@ -404,7 +404,7 @@ class _Recording:
 def test_a_custom_partitioner_sees_the_objects_given_as_with_send() -> None:
     p = _producer(MockTime(), 1, 1, **{"value.serializer": "str", "key.serializer": "str"})
     recording = _Recording()
-    p._partitioner = recording  # type: ignore[assignment]  # the test's partitioner, as partitioner.class would give
+    p._partitioner = recording  # the test's partitioner, as partitioner.class would give
     try:
         p.send(TOPIC, "v", "k")
         p.send_batch(TOPIC, ["v"], ["k"])
@@ -486,7 +486,7 @@ def test_a_dropped_send_batch_future_is_freed_without_the_cyclic_collector() -> 
 def test_segments_added_to_a_finished_or_split_outcome_complete_as_a_done_callback_would() -> None:
     """A send_batch segment waits on its batch's outcome (its ``calls``), not through a watched future; one added
     after the batch completed counts as done at once, one added after a split waits for the pieces' records."""
-    from pykafka_client.producer.future_record_metadata import FINISHED
+    from concurrent.futures._base import FINISHED
 
     done_batch, split_batch = (ProducerBatch(TopicPartition(TOPIC, p), 16384, 0) for p in (0, 1))
     for b in (done_batch, split_batch):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pytest
 
 from pykafka_client.errors import (
@@ -12,8 +14,12 @@ from pykafka_client.errors import (
     NotLeaderOrFollowerError,
 )
 from pykafka_client.errors_base import KafkaError
+from pykafka_client.producer.producer_batch import ProducerBatch
+from pykafka_client.producer.producer_metadata import MetadataSnapshot
+from pykafka_client.producer.record_accumulator import AccumulatorMetadata, ReadyCheckResult
 from pykafka_client.producer.transaction_manager import State
 from pykafka_client.protocol.messages import InitProducerIdRequest, ProduceRequest
+from pykafka_client.structs import Node
 from tests.unit.producer.sender_harness import (
     MAX_INT,
     PID,
@@ -527,18 +533,28 @@ def test_ready_and_drain_read_one_metadata_snapshot_per_iteration() -> None:
     """As Java's Sender: one view of the cluster per iteration for the accumulator's ready and drain."""
     h = Harness()
     h.append()
-    taken: list[object] = []
+    taken: list[MetadataSnapshot] = []
     read: list[object] = []
     fetch = h.metadata.retain_topics_and_fetch_snapshot
     ready, drain = h.accumulator.ready, h.accumulator.drain
 
-    def fetch_counted(now: int) -> object:
-        taken.append(fetch(now))
+    def fetch_counted(now_ms: int) -> MetadataSnapshot:
+        taken.append(fetch(now_ms))
         return taken[-1]
 
+    def ready_counted(metadata: AccumulatorMetadata, now_ms: int) -> ReadyCheckResult:
+        read.append(metadata)
+        return ready(metadata, now_ms)
+
+    def drain_counted(
+        metadata: AccumulatorMetadata, nodes: Iterable[Node], max_size: int, now_ms: int
+    ) -> dict[int, list[ProducerBatch]]:
+        read.append(metadata)
+        return drain(metadata, nodes, max_size, now_ms)
+
     h.metadata.retain_topics_and_fetch_snapshot = fetch_counted  # type: ignore[method-assign]
-    h.accumulator.ready = lambda md, now: (read.append(md), ready(md, now))[1]  # type: ignore[method-assign]
-    h.accumulator.drain = lambda md, *a: (read.append(md), drain(md, *a))[1]  # type: ignore[method-assign]
+    h.accumulator.ready = ready_counted  # type: ignore[method-assign]
+    h.accumulator.drain = drain_counted  # type: ignore[method-assign]
     h.run_once()
     assert len(taken) == 1 and read == [taken[0], taken[0]]
     assert len(h.produce_requests()) == 1

@@ -22,6 +22,7 @@ from pykafka_client.protocol.compression import CompressionType
 from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.crc import crc32c
 from pykafka_client.structs import TopicPartition
+from tests.doubles.frames import frame_bytes
 
 pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
 
@@ -71,7 +72,7 @@ def _reference(batches: list[ProducerBatch], tid: str | None) -> tuple[Any, dict
 
 
 def _frames(body: DrainedProduceRequest) -> list[bytes]:
-    return [b"".join(bytes(c) for c in encode_request_frame(body, v, 9, "c")) for v in (3, 8, 9, 11)]
+    return [frame_bytes(encode_request_frame(body, v, 9, "c")) for v in (3, 8, 9, 11)]
 
 
 @settings(max_examples=200, deadline=None)
@@ -119,7 +120,8 @@ def test_the_kernel_leaves_compressed_batches_and_unencodable_records_to_the_ref
     assert by_tp == {odd.topic_partition: odd} and records == 0 and size == 61
     cached = _make({"tp": ("t", 3), "records": [(1, None, b"v")], "state": (-1, -1, -1, False), "built": 2,
                     "native_pending": True})
-    cached.encoded = bytearray(cached.records())  # cached bytes of another type: the reference takes them as they are
+    # cached bytes of another type: the reference takes them as they are
+    cached.encoded = bytearray(cached.records())  # type: ignore[assignment]  # (the other type, on purpose)
     assert kernel.drained_request([cached], crc32c, None, 1, 1000) is None
 
 

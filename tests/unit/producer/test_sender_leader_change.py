@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 
 from pykafka_client.errors import KafkaTimeoutError
+from pykafka_client.protocol.messages import ProduceRequest
+from tests.doubles.mock_client import body_as
 from tests.doubles.responses import metadata_response
 from tests.unit.producer.sender_harness import PID, TOPIC, TP0, Harness, batches_in, is_produce, produce_response
 
@@ -123,7 +125,7 @@ def test_idempotent_in_flight_batches_move_to_the_new_leader_in_sequence_order()
         h.run_until(lambda: len(h.client.requests) == 1)
         request = h.client.requests[0]
         assert request.destination == "1"
-        assert batches_in(request.body)[TP0].base_sequence == expected_seq
+        assert batches_in(body_as(request, ProduceRequest))[TP0].base_sequence == expected_seq
         for _ in range(2):
             h.run_once()
         assert len(h.client.requests) == 1  # one at a time while retried batches resolve

@@ -52,7 +52,7 @@ def _run(ops: list[tuple[str, int, int, int]], idempotent: bool, max_in_flight: 
         [(t.name, p.index, bytes(p.records)) for t in body.topic_data for p in t.partition_data]  # type: ignore[arg-type]
         for body in h.produce_requests()
     ]
-    outcomes = []
+    outcomes: list[object] = []
     for f in futures:
         if not f.done():
             outcomes.append("pending")

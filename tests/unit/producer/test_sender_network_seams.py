@@ -20,6 +20,7 @@ from pykafka_client.producer.sender import DrainedProduceRequest
 from pykafka_client.protocol.messages import HeartbeatResponse
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
+from tests.doubles.frames import frame_bytes
 from tests.unit.network.harness import Harness
 
 PARTS = [(TopicPartition("a", 0), b"x" * 61), (TopicPartition("b", 3), b"y" * 7), (TopicPartition("a", 1), b"z" * 20)]
@@ -65,7 +66,7 @@ def test_a_produce_request_frame_is_the_reference_frame(kernel: str, monkeypatch
     monkeypatch.setattr(_native, "kernel", None)
     reference = _request()
     reference.topic_data  # noqa: B018 - built from the parts: the reference encoder's request
-    assert sent == b"".join(bytes(p) for p in encode_request_frame(reference, version, request.correlation_id, request.client_id))
+    assert sent == frame_bytes(encode_request_frame(reference, version, request.correlation_id, request.client_id))
     assert declining.asked == (1 if kernel == "declining" else 0)
 
 

@@ -88,6 +88,11 @@ def h() -> TxnHarness:
     return harness
 
 
+def state(h: TxnHarness) -> State:
+    """The transaction manager's state, read afresh (each step may move it)."""
+    return h.txn.state
+
+
 def assert_next_transaction_restarts_at_sequence_0(h: TxnHarness, epoch: int) -> None:
     h.txn.begin_transaction()
     h.send_and_add()
@@ -113,7 +118,7 @@ def test_75_foreground_invalid_state_transition_is_recoverable() -> None:
         h.txn.begin_commit()
     assert h.txn.state is State.READY
     h.txn.begin_transaction()
-    assert h.txn.state is State.IN_TRANSACTION
+    assert state(h) is State.IN_TRANSACTION
 
 
 def test_75_background_invalid_state_transition_is_fatal(h: TxnHarness) -> None:
@@ -358,7 +363,7 @@ def test_81_recovery_from_abortable_error_when_transaction_not_started(h: TxnHar
         h.txn.begin_commit()
     abort = h.txn.begin_abort()
     h.run_until(abort.is_completed)
-    assert abort.is_successful() and h.txn.state is State.READY
+    assert abort.is_successful() and state(h) is State.READY
     assert not h.sent_of(EndTxnRequest)
 
 
@@ -480,7 +485,7 @@ def test_send_offsets_with_stale_generation_or_fenced_instance_is_abortable(h: T
     h.client.prepare_response(end_txn_response(), is_end_txn(False))
     abort = h.txn.begin_abort()
     h.run_until(abort.is_completed)
-    assert abort.is_successful() and h.txn.state is State.READY
+    assert abort.is_successful() and state(h) is State.READY
 
 
 def test_send_offsets_outside_a_transaction_raises(h: TxnHarness) -> None:
@@ -565,7 +570,7 @@ def test_end_txn_transaction_abortable_fails_the_commit_and_abort_recovers(h: Tx
     h.client.prepare_response(end_txn_response(), is_end_txn(False))
     abort = h.txn.begin_abort()
     h.run_until(abort.is_completed)
-    assert abort.is_successful() and h.txn.state is State.READY
+    assert abort.is_successful() and state(h) is State.READY
 
 
 def test_add_offsets_fenced_is_fatal(h: TxnHarness) -> None:
