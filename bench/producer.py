@@ -76,6 +76,18 @@ OURS_BATCH_SIZE = 0
 #: the same batch size for the peers too (--same-batch-size; 0: each client's default)
 PEER_BATCH_SIZE = 0
 
+#: --idempotence: "default" (each client's own: ours and Java's on at acks=all, librdkafka's and aiokafka's off),
+#: "on" (every client idempotent at acks=all; idempotence needs acks=all, so none at acks=1) or "off" (none)
+IDEMPOTENCE = "default"
+
+
+def idempotence(acks: str) -> bool | None:
+    """enable.idempotence for a client at ``acks`` under --idempotence (None: leave the client's default)."""
+    if IDEMPOTENCE == "default":
+        return None
+    return IDEMPOTENCE == "on" and acks == "all"
+
+
 #: records per send_batch call in the "ours-batch" rows (an Arrow batch of the Spark sink is about this size)
 BATCH_CALL_RECORDS = 10_000
 
@@ -96,7 +108,9 @@ def run_ours_batch(bootstrap: str, topic: str, n: int, acks: str, value: bytes) 
 def _run_ours(bootstrap: str, topic: str, acks: str, value: bytes, send_all: Any) -> float:
     from pykafka_client import KafkaProducer
 
-    extra = {"batch.size": OURS_BATCH_SIZE} if OURS_BATCH_SIZE else {}
+    extra: dict[str, Any] = {"batch.size": OURS_BATCH_SIZE} if OURS_BATCH_SIZE else {}
+    if idempotence(acks) is not None:
+        extra["enable.idempotence"] = idempotence(acks)
     p = KafkaProducer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, **extra})
     p.send(topic, value).result(30)  # metadata + connection outside the timing
     requests_start = p.sender.metrics.requests_sent
@@ -131,7 +145,9 @@ def _thread_cpu(thread: Any) -> float | None:
 def run_kafka_python(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> float:
     import kafka
 
-    extra = {"batch_size": PEER_BATCH_SIZE} if PEER_BATCH_SIZE else {}
+    extra: dict[str, Any] = {"batch_size": PEER_BATCH_SIZE} if PEER_BATCH_SIZE else {}
+    if idempotence(acks) is not None and "enable_idempotence" in kafka.KafkaProducer.DEFAULT_CONFIG:
+        extra["enable_idempotence"] = idempotence(acks)
     p = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks=acks if acks == "all" else int(acks), linger_ms=5, **extra)
     p.send(topic, value).get(30)
     start = time.perf_counter()
@@ -148,7 +164,9 @@ def run_aiokafka(bootstrap: str, topic: str, n: int, acks: str, value: bytes) ->
     import aiokafka
 
     async def main() -> float:
-        extra = {"max_batch_size": PEER_BATCH_SIZE} if PEER_BATCH_SIZE else {}
+        extra: dict[str, Any] = {"max_batch_size": PEER_BATCH_SIZE} if PEER_BATCH_SIZE else {}
+        if idempotence(acks) is not None:
+            extra["enable_idempotence"] = idempotence(acks)
         p = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, acks=acks if acks == "all" else int(acks), linger_ms=5,
                                       **extra)
         await p.start()
@@ -173,7 +191,9 @@ def run_ours_async(bootstrap: str, topic: str, n: int, acks: str, value: bytes) 
     from pykafka_client.aio import AsyncKafkaProducer
 
     async def main() -> float:
-        extra = {"batch.size": OURS_BATCH_SIZE} if OURS_BATCH_SIZE else {}
+        extra: dict[str, Any] = {"batch.size": OURS_BATCH_SIZE} if OURS_BATCH_SIZE else {}
+        if idempotence(acks) is not None:
+            extra["enable.idempotence"] = idempotence(acks)
         async with AsyncKafkaProducer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, **extra}) as p:
             await p.send_and_wait(topic, value)  # metadata + connection outside the timing
             requests_start = p.sync_producer.sender.metrics.requests_sent
@@ -199,7 +219,9 @@ def run_ours_async(bootstrap: str, topic: str, n: int, acks: str, value: bytes) 
 def run_confluent(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> float:
     import confluent_kafka
 
-    extra = {"batch.size": PEER_BATCH_SIZE} if PEER_BATCH_SIZE else {}
+    extra: dict[str, Any] = {"batch.size": PEER_BATCH_SIZE} if PEER_BATCH_SIZE else {}
+    if idempotence(acks) is not None:
+        extra["enable.idempotence"] = idempotence(acks)
     p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, **extra})
     p.produce(topic, value)
     p.flush(30)
@@ -492,6 +514,9 @@ def main() -> None:
                     " librdkafka's default is 1000000, so confluent-kafka's produce requests carry up to ~60x more)")
     ap.add_argument("--same-batch-size", action="store_true", help="--batch-size for every client (aiokafka's"
                     " max_batch_size, kafka-python's batch_size, confluent-kafka's batch.size)")
+    ap.add_argument("--idempotence", choices=("default", "on", "off"), default="default", help="default: each"
+                    " client's own (ours, as Java's, idempotent at acks=all; confluent-kafka and aiokafka not); on:"
+                    " every client idempotent at acks=all; off: none")
     ap.add_argument("--configs", default=None, help="comma-separated partitions:acks pairs (default: 1:1,1:all,6:1,6:all)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--client", help=argparse.SUPPRESS)
@@ -502,7 +527,8 @@ def main() -> None:
     if args.micro:
         run_micro(args.records, b"x" * args.value_size)
         return
-    global OURS_BATCH_SIZE, PEER_BATCH_SIZE
+    global OURS_BATCH_SIZE, PEER_BATCH_SIZE, IDEMPOTENCE
+    IDEMPOTENCE = args.idempotence
     OURS_BATCH_SIZE = args.batch_size
     PEER_BATCH_SIZE = args.batch_size if args.same_batch_size else 0
     if args.child:
@@ -528,7 +554,9 @@ def main() -> None:
             if args.profile:
                 clients = [next((c for c in clients if c in _OURS), "pykafka_client")] if args.clients else ["pykafka_client"]
             ours_bs = f", {'every' if args.same_batch_size else 'our'} batch.size={args.batch_size}" if args.batch_size else ""
-            print(f"{args.records} records x {args.value_size} B, linger.ms=5{ours_bs}, mini_broker in its own process")
+            idem = f", idempotence {args.idempotence}" if args.idempotence != "default" else ""
+            print(f"{args.records} records x {args.value_size} B, linger.ms=5{ours_bs}{idem}, mini_broker in its own"
+                  " process")
             print(f"{'config':<18}{'client':<17}{'rec/s':>10}{'MB/s':>8}{'vs ours':>9}{'RSS MiB':>9}"
                   "  CPU us/record: process, and (send thread, I/O thread); broker process")
             rates: dict[tuple[int, str], dict[str, float]] = {}
@@ -541,6 +569,7 @@ def main() -> None:
                            "--topic", topic, "--acks", acks, "--records", str(args.records),
                            "--value-size", str(args.value_size), "--batch-size", str(args.batch_size)]
                     cmd += ["--same-batch-size"] if args.same_batch_size else []
+                    cmd += ["--idempotence", args.idempotence]
                     cmd += ["--profile"] if args.profile else []
                     env = FALLBACK_ENV if client in ("ours-python", "ours-batch-python") else None
                     broker_cpu0 = _process_cpu_s(broker.pid)
