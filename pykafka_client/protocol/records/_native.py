@@ -410,6 +410,11 @@ class Kernel(Protocol):
     #: for what it declines; see ``producer.record_accumulator.new_batch_opener``)
     BatchOpener: Callable[..., Callable[..., Any]]
 
+    # producer_call_segments.c.h
+    #: ``CallSegments(starts, outcomes, indexes, waiting, segment_type, new_segment, finished)``: a send_batch call's
+    #: segments (reference: ``producer.call_segments.CallSegments``, see ``new_call_segments``)
+    CallSegments: Callable[..., Any]
+
 
 #: The compiled module when active, else None (read it at call time: ``_native.kernel``).
 kernel: Kernel | None = None
