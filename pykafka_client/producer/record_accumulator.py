@@ -32,11 +32,11 @@ from pykafka_client.errors import (
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.network.exponential_backoff import ExponentialBackoff
 from pykafka_client.producer.batch_opener import new_batch_opener
-from pykafka_client.producer.many_appender import new_many_appender
 from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.compression_ratio_estimator import CompressionRatioEstimator
 from pykafka_client.producer.future_record_metadata import BatchOutcome, FutureRecordMetadata
 from pykafka_client.producer.incomplete_batches import await_completion, new_incomplete_batches
+from pykafka_client.producer.many_appender import new_many_appender
 from pykafka_client.producer.partitioner import BuiltInPartitioner, ClusterView, StickyInfo
 from pykafka_client.producer.producer_batch import ProducerBatch, increment_sequence, is_compression
 from pykafka_client.producer.producer_metadata import MetadataSnapshot
