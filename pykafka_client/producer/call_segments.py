@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pykafka_client.protocol.records import _native
 
 if TYPE_CHECKING:
-    from pykafka_client.producer.future_record_metadata import BatchOutcome
+    from pykafka_client.producer.future_record_metadata import BatchOutcome, CallSegment
 
 
 class SegmentCounter(Protocol):
@@ -52,7 +52,7 @@ class CallSegments:
 
     def __init__(
         self, starts: list[int], outcomes: list[BatchOutcome], indexes: list[int], waiting: SegmentCounter,
-        segment_type: type, new_segment: Callable[..., Any],
+        segment_type: type[CallSegment], new_segment: Callable[..., CallSegment],
     ) -> None:
         self.starts = starts
         self.outcomes = outcomes
@@ -124,8 +124,8 @@ class CallSegments:
 
 
 def new_call_segments(
-    starts: list[int], outcomes: list[BatchOutcome], indexes: list[int], waiting: SegmentCounter, segment_type: type,
-    new_segment: Callable[..., Any],
+    starts: list[int], outcomes: list[BatchOutcome], indexes: list[int], waiting: SegmentCounter,
+    segment_type: type[CallSegment], new_segment: Callable[..., CallSegment],
 ) -> Segments:
     """The kernel's ``CallSegments`` when the kernel is on, else the reference (same arguments)."""
     kernel = _native.kernel
