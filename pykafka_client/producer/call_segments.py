@@ -12,12 +12,30 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures._base import FINISHED
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from pykafka_client.protocol.records import _native
 
-if TYPE_CHECKING:
-    from pykafka_client.producer.future_record_metadata import BatchOutcome, CallSegment
+
+class SegmentOutcome(Protocol):
+    """What the segments read and write of a batch's outcome (``future_record_metadata.BatchOutcome``), under its
+    ``condition``: its ``state``, ``moved_to`` (a split) and the segments waiting on it, ``calls``."""
+
+    condition: threading.Condition
+    state: str
+    moved_to: list[Any] | None
+    calls: Any
+
+
+#: the outcome type of a call's segments (``future_record_metadata.BatchOutcome``)
+OutcomeT = TypeVar("OutcomeT", bound=SegmentOutcome)
+OutcomeT_contra = TypeVar("OutcomeT_contra", bound=SegmentOutcome, contravariant=True)
+
+
+class CallSegment(Protocol):
+    """A segment (``future_record_metadata.CallSegment``): released when its outcome completed or was split."""
+
+    def release(self) -> None: ...
 
 
 class SegmentCounter(Protocol):
@@ -27,18 +45,15 @@ class SegmentCounter(Protocol):
     count: int
 
 
-class Segments(Protocol):
+class Segments(Protocol[OutcomeT_contra]):
     """What ``SendBatchFuture`` calls: :class:`CallSegments` or the kernel's."""
 
-    def add(self, future: Any, position: int, count: int, outcome: BatchOutcome, index: int, /) -> None: ...
+    def add(self, future: Any, position: int, count: int, outcome: OutcomeT_contra, index: int, /) -> None: ...
 
     def flush(self, future: Any, /) -> None: ...
 
-    @property
-    def open_segment(self) -> tuple[int, int, BatchOutcome, int] | None: ...
 
-
-class CallSegments:
+class CallSegments(Generic[OutcomeT]):
     """Records at processing positions ``position..position+count`` of one call are records ``index..`` of a batch's
     ``outcome``: :meth:`add` grows the open segment while the records follow on in the same outcome, else watches it
     (appends it to ``starts``, ``outcomes`` and ``indexes``, counts it in ``waiting`` and registers a new segment,
@@ -51,7 +66,7 @@ class CallSegments:
     )
 
     def __init__(
-        self, starts: list[int], outcomes: list[BatchOutcome], indexes: list[int], waiting: SegmentCounter,
+        self, starts: list[int], outcomes: list[OutcomeT], indexes: list[int], waiting: SegmentCounter,
         segment_type: type[CallSegment], new_segment: Callable[..., CallSegment],
     ) -> None:
         self.starts = starts
@@ -62,20 +77,20 @@ class CallSegments:
         self.segment_type = segment_type
         self.new_segment = new_segment
         #: the last segment, still growing (no outcome: none)
-        self.open_outcome: BatchOutcome | None = None
+        self.open_outcome: OutcomeT | None = None
         self.open_position = 0
         self.open_count = 0
         self.open_index = 0
 
     @property
-    def open_segment(self) -> tuple[int, int, BatchOutcome, int] | None:
+    def open_segment(self) -> tuple[int, int, OutcomeT, int] | None:
         """The open segment (position, count, outcome, index), or None."""
         o_outcome = self.open_outcome
         if o_outcome is None:
             return None
         return self.open_position, self.open_count, o_outcome, self.open_index
 
-    def add(self, future: Any, position: int, count: int, outcome: BatchOutcome, index: int, /) -> None:
+    def add(self, future: Any, position: int, count: int, outcome: OutcomeT, index: int, /) -> None:
         """Records ``position..position+count`` are records ``index..`` of ``outcome``; the batch's outcome is
         watched once all its records of this call were added (at the next segment of another batch, or at
         :meth:`flush`)."""
@@ -98,7 +113,7 @@ class CallSegments:
             self.open_outcome = None
             self._watch(future, self.open_position, self.open_count, o_outcome, self.open_index)
 
-    def _watch(self, future: Any, position: int, count: int, outcome: BatchOutcome, index: int) -> None:
+    def _watch(self, future: Any, position: int, count: int, outcome: OutcomeT, index: int) -> None:
         self.starts.append(position)
         self.outcomes.append(outcome)
         self.indexes.append(index)
@@ -124,12 +139,12 @@ class CallSegments:
 
 
 def new_call_segments(
-    starts: list[int], outcomes: list[BatchOutcome], indexes: list[int], waiting: SegmentCounter,
+    starts: list[int], outcomes: list[OutcomeT], indexes: list[int], waiting: SegmentCounter,
     segment_type: type[CallSegment], new_segment: Callable[..., CallSegment],
-) -> Segments:
+) -> Segments[OutcomeT]:
     """The kernel's ``CallSegments`` when the kernel is on, else the reference (same arguments)."""
     kernel = _native.kernel
     if kernel is not None:
-        made: Segments = kernel.CallSegments(starts, outcomes, indexes, waiting, segment_type, new_segment, FINISHED)
+        made: Segments[OutcomeT] = kernel.CallSegments(starts, outcomes, indexes, waiting, segment_type, new_segment, FINISHED)
         return made
     return CallSegments(starts, outcomes, indexes, waiting, segment_type, new_segment)

@@ -505,7 +505,7 @@ class SendBatchFuture(Future[BatchMetadata]):
         waiting = self._waiting = WaitingSegments()
         #: the records' segments as they are added (the kernel's CallSegments, or the reference): public, as
         #: ``send_batch`` adds them straight through it (``segments.add(future, ...)``: no Python frame with the kernel)
-        self.segments: Segments = new_call_segments(records.starts, records.outcomes, records.indexes, waiting, CallSegment, _new_call_segment)
+        self.segments: Segments[BatchOutcome] = new_call_segments(records.starts, records.outcomes, records.indexes, waiting, CallSegment, _new_call_segment)
         self._batch_metadata = BatchMetadata(records)
 
     def cancel(self) -> bool:
