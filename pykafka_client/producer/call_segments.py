@@ -2,7 +2,7 @@
 per producer batch, and the registration of each segment with its batch's outcome.
 
 :class:`CallSegments` is the reference; with the kernel, a ``SendBatchFuture`` holds the kernel's ``CallSegments``
-(``protocol/records/kernel/producer_call_segments.c.h``), which does the same in one call per ``add`` without the
+(``protocol/records/kernel/producer_append_run.c.h``), which does the same in one call per ``add`` without the
 Python frames of ``add``, the watch and the segment's ``__init__``. Neither holds the future (it is an argument of
 each call): the future holds its segments, and a dropped future is freed by its reference count.
 """
