@@ -24,8 +24,11 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, InvalidStateError
 from concurrent.futures._base import FINISHED, PENDING
+from dataclasses import dataclass
 from typing import Any
 
+from pykafka_client.network.transport.positional_new import positional_new
+from pykafka_client.producer.call_segments import Segments, new_call_segments
 from pykafka_client.producer.record_metadata import RecordMetadata
 
 NO_TIMESTAMP = -1
@@ -453,22 +456,20 @@ class WaitingSegments:
         self.count = 1  # held by send_batch until it added every record (seal)
 
 
+@dataclass(slots=True, eq=False)
 class CallSegment:
     """Records ``index..index+count`` of ``outcome``, of the send_batch call of ``future``: in the outcome's ``calls``
     until it completes. The outcome's completion releases it (:meth:`release`) as the done-callback of a watched
     future would. The record kernel's completion (``complete_produce_response``) does the same without calling
     Python unless this is the call's last segment: it lowers ``waiting.count`` under ``waiting.lock`` while it
-    stays above zero, else calls :meth:`release`."""
+    stays above zero, else calls :meth:`release`. (A slotted dataclass: the call's segments make one with
+    :func:`positional_new`, without a Python ``__init__`` frame with the kernel.)"""
 
-    __slots__ = ("count", "future", "index", "outcome", "waiting")
-
-    def __init__(self, future: SendBatchFuture, waiting: WaitingSegments, outcome: BatchOutcome, index: int,
-                 count: int) -> None:
-        self.future = future
-        self.waiting = waiting
-        self.outcome = outcome
-        self.index = index
-        self.count = count
+    future: SendBatchFuture
+    waiting: WaitingSegments
+    outcome: BatchOutcome
+    index: int
+    count: int
 
     def release(self) -> None:
         """The batch completed (or was split): this segment no longer waits."""
@@ -477,6 +478,10 @@ class CallSegment:
     def _invoke_callbacks(self) -> None:
         """As a completed future's (the outcome's completion hands back segments and futures alike)."""
         self.release()
+
+
+#: ``CallSegment(future, waiting, outcome, index, count)`` without its __init__ frame when the kernel is loaded
+_new_call_segment = positional_new(CallSegment)
 
 
 class SendBatchFuture(Future[BatchMetadata]):
@@ -497,9 +502,10 @@ class SendBatchFuture(Future[BatchMetadata]):
         self._starts = records.starts
         self._outcomes = records.outcomes
         self._indexes = records.indexes
-        self._waiting = WaitingSegments()
-        #: the last segment, still growing: (position, count, outcome, index)
-        self._open: tuple[int, int, BatchOutcome, int] | None = None
+        waiting = self._waiting = WaitingSegments()
+        #: the records' segments as they are added (the kernel's CallSegments, or the reference): public, as
+        #: ``send_batch`` adds them straight through it (``segments.add(future, ...)``: no Python frame with the kernel)
+        self.segments: Segments[BatchOutcome] = new_call_segments(records.starts, records.outcomes, records.indexes, waiting, CallSegment, _new_call_segment)
         self._batch_metadata = BatchMetadata(records)
 
     def cancel(self) -> bool:
@@ -514,39 +520,8 @@ class SendBatchFuture(Future[BatchMetadata]):
     def add_segment(self, position: int, count: int, outcome: BatchOutcome, index: int) -> None:
         """Records at processing positions ``position..position+count`` are records ``index..`` of ``outcome``.
         The batch's outcome is watched once all its records of this call were added (at the next segment
-        of another batch, or at :meth:`seal`)."""
-        open_ = self._open
-        if open_ is not None:
-            o_position, o_count, o_outcome, o_index = open_
-            if o_outcome is outcome and o_index + o_count == index and o_position + o_count == position:
-                self._open = (o_position, o_count + count, outcome, o_index)
-                return
-            self._watch_segment(*open_)
-        self._open = (position, count, outcome, index)
-
-    def _watch_segment(self, position: int, count: int, outcome: BatchOutcome, index: int) -> None:
-        self._starts.append(position)
-        self._outcomes.append(outcome)
-        self._indexes.append(index)
-        waiting = self._waiting
-        with waiting.lock:
-            waiting.count += 1
-        seg = CallSegment(self, waiting, outcome, index, count)
-        cond = outcome.condition
-        cond.acquire()  # the lock's own C methods: no Python-level Condition.__enter__/__exit__ per batch
-        try:
-            if outcome.state != FINISHED and outcome.moved_to is None:
-                calls = outcome.calls
-                if isinstance(calls, list):
-                    calls.append(seg)
-                elif isinstance(calls, CallSegment):
-                    outcome.calls = [calls, seg]
-                else:
-                    outcome.calls = seg  # the only one so far: no list of its own
-                return
-        finally:
-            cond.release()
-        seg.release()  # already complete, or split: as a done-callback added now would
+        of another batch, or at :meth:`seal`): :meth:`CallSegments.add`."""
+        self.segments.add(self, position, count, outcome, index)
 
     def fail_from(self, position: int, exception: BaseException) -> None:
         """Records at processing positions ``position..`` were never appended: they fail with ``exception``."""
@@ -563,9 +538,7 @@ class SendBatchFuture(Future[BatchMetadata]):
         self._release(1)
 
     def _flush_open(self) -> None:
-        if self._open is not None:
-            self._watch_segment(*self._open)
-            self._open = None
+        self.segments.flush(self)
 
     # --- completion ----------------------------------------------------------------------------------
 

@@ -589,12 +589,13 @@ class KafkaProducer:
         # hand-off in one call, as for send(); NotImplemented leaves the record to append() below
         send_record = self._send_record if hdrs is _NO_HEADERS else None
         requested = None if part == UNKNOWN_PARTITION else part
+        add_segment = future.segments.add  # future.add_segment without its frame
         i = start
         while i < stop:
             fast = accumulator.try_append_many(topic, part, keys, values, i, stop, timestamps, ts, hdrs, on_delivery, metadata)
             if fast is not None:
                 nxt, outcome, index, wake, closed = fast
-                future.add_segment(i, nxt - i, outcome, index)
+                add_segment(future, i, nxt - i, outcome, index)
                 if wake:
                     self.sender.wakeup()
                 i = nxt
@@ -607,7 +608,7 @@ class KafkaProducer:
                 if f is not NotImplemented:
                     outcome = f.outcome
                     outcome, index = (outcome, f.index) if outcome.moved_to is None else f.batch_position()
-                    future.add_segment(i, 1, outcome, index)
+                    add_segment(future, i, 1, outcome, index)
                     i += 1
                     continue
             try:
@@ -623,7 +624,7 @@ class KafkaProducer:
             outcome = f.outcome
             # batch_position() without its calls for the record's own batch (not split, the common case)
             outcome, index = (outcome, f.index) if outcome.moved_to is None else f.batch_position()
-            future.add_segment(i, 1, outcome, index)
+            add_segment(future, i, 1, outcome, index)
             i += 1
             if result.batch_is_full or result.new_batch_created:
                 self.sender.wakeup()

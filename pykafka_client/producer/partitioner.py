@@ -182,7 +182,18 @@ class BuiltInPartitioner:
             if info.produced_bytes >= self.sticky_batch_size * 2 or (
                 enable_switch and info.produced_bytes >= self.sticky_batch_size
             ):
-                self.sticky = _StickyInfo(self._next_partition(cluster, partition))
+                if self.load_stats is None:
+                    available = cluster.available_partitions_for_topic(self.topic)
+                    if len(available) == 1 and available[0] == partition:
+                        # the only available partition is picked again (Java's nextPartition takes it without a
+                        # random draw): its count starts over in place, without a new StickyInfo. A thread that read
+                        # this StickyInfo before the switch appends to the same partition, as it would after
+                        # reading the new one.
+                        info.produced_bytes = 0
+                        return
+                    self.sticky = _StickyInfo(self._pick(cluster, available))
+                else:
+                    self.sticky = _StickyInfo(self._next_partition(cluster, partition))
 
     def update_partition_load_stats(self, queue_sizes: Sequence[int], partition_ids: Sequence[int], max_size: int) -> None:
         """Adaptive partitioning input: queue lengths (in batches) of partitions with a ready leader.
@@ -208,7 +219,11 @@ class BuiltInPartitioner:
         if load is not None and load.cumulative:
             r = self._rng.randrange(load.cumulative[-1])
             return load.partitions[bisect.bisect_right(load.cumulative, r)]
-        available = cluster.available_partitions_for_topic(self.topic)
+        return self._pick(cluster, cluster.available_partitions_for_topic(self.topic))
+
+    def _pick(self, cluster: ClusterView, available: Sequence[int]) -> int:
+        """The uniform choice (no load stats): among ``available`` (the topic's available partitions), else among
+        all its partitions."""
         if available:
             if len(available) == 1:
                 return available[0]

@@ -36,6 +36,7 @@ from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.compression_ratio_estimator import CompressionRatioEstimator
 from pykafka_client.producer.future_record_metadata import BatchOutcome, FutureRecordMetadata
 from pykafka_client.producer.incomplete_batches import await_completion, new_incomplete_batches
+from pykafka_client.producer.many_appender import new_many_appender
 from pykafka_client.producer.partitioner import BuiltInPartitioner, ClusterView, StickyInfo
 from pykafka_client.producer.producer_batch import ProducerBatch, increment_sequence, is_compression
 from pykafka_client.producer.producer_metadata import MetadataSnapshot
@@ -203,6 +204,10 @@ class RecordAccumulator:
                 # the kernel's send path calls open_batch by name: the instance's compiled one (same arguments and
                 # result, the method below its reference)
                 self.open_batch = opener  # type: ignore[method-assign]  # an instance attribute shadowing the reference method on purpose
+        appender = new_many_appender(self, type(self).try_append_many, self._topics)
+        if appender is not None:
+            # send_batch's bulk append compiled (same arguments and result, the method below its reference)
+            self.try_append_many = appender  # type: ignore[method-assign]  # an instance attribute shadowing the reference method on purpose
 
     # --- append (application threads) ----------------------------------------------------------------
 
@@ -472,7 +477,8 @@ class RecordAccumulator:
         the index of the first appended record in it, wake the Sender, closed), or None where :meth:`append` must
         take record ``start``. A record the batch has no room for closes it, as :meth:`append` would (its try
         fails on the same record under the same lock): ``closed`` is then True, and append opens the next batch
-        for record ``next index`` without trying this one again."""
+        for record ``next index`` without trying this one again. With the kernel, an accumulator's instance attribute
+        ``try_append_many`` is the compiled one (``many_appender``), this method its reference."""
         found = self._open_queue(topic, partition)
         if found is None:
             return None

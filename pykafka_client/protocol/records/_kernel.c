@@ -34,7 +34,9 @@
  *             broker_log_end (a log's end LogEnd: the LEO, the high watermark, a client's common append in one call),
  *             broker_produce_append (a single broker's common Produce request above the log in one call,
  *             ProduceAppender);
- *   producer: producer_batch_open (a new batch's opening in one call, BatchOpener: RecordAccumulator.open_batch).
+ *   producer: producer_batch_open (a new batch's opening in one call, BatchOpener: RecordAccumulator.open_batch),
+ *             producer_append_run (send_batch's run of records per batch: its bulk append in one call, ManyAppender:
+ *             RecordAccumulator.try_append_many; a call's segments, CallSegments: SendBatchFuture's bookkeeping).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -86,6 +88,7 @@ static PyObject *py_read_varint = NULL;
 #include "kernel/producer_batch_open.c.h"
 #include "kernel/broker_produce_append.c.h"
 #include "kernel/client_send_path.c.h"
+#include "kernel/producer_append_run.c.h"
 
 /* ---- module ---------------------------------------------------------------------------------------- */
 
@@ -296,6 +299,27 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_INCREF(&OpenerType);
     if (PyModule_AddObject(m, "BatchOpener", (PyObject *)&OpenerType) < 0) {
         Py_DECREF(&OpenerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* producer_append_run.c.h's types */
+    if (PyType_Ready(&CallSegmentsType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&CallSegmentsType);
+    if (PyModule_AddObject(m, "CallSegments", (PyObject *)&CallSegmentsType) < 0) {
+        Py_DECREF(&CallSegmentsType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyType_Ready(&ManyAppenderType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&ManyAppenderType);
+    if (PyModule_AddObject(m, "ManyAppender", (PyObject *)&ManyAppenderType) < 0) {
+        Py_DECREF(&ManyAppenderType);
         Py_DECREF(m);
         return NULL;
     }

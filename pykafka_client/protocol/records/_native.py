@@ -413,6 +413,15 @@ class Kernel(Protocol):
     #: for what it declines; see ``producer.record_accumulator.new_batch_opener``)
     BatchOpener: Callable[..., Callable[..., Any]]
 
+    # producer_append_run.c.h
+    #: ``CallSegments(starts, outcomes, indexes, waiting, segment_type, new_segment, finished)``: a send_batch call's
+    #: segments (reference: ``producer.call_segments.CallSegments``, see ``new_call_segments``)
+    CallSegments: Callable[..., Any]
+    #: ``ManyAppender(topics, owner, reference)``: a type whose instances are ``RecordAccumulator.try_append_many``
+    #: compiled (reference: that method, ``reference``, which it calls for what it declines; see
+    #: ``producer.many_appender.new_many_appender``)
+    ManyAppender: Callable[..., Callable[..., Any]]
+
 
 #: The compiled module when active, else None (read it at call time: ``_native.kernel``).
 kernel: Kernel | None = None
