@@ -34,7 +34,10 @@
  *             broker_log_end (a log's end LogEnd: the LEO, the high watermark, a client's common append in one call),
  *             broker_produce_append (a single broker's common Produce request above the log in one call,
  *             ProduceAppender);
- *   producer: producer_batch_open (a new batch's opening in one call, BatchOpener: RecordAccumulator.open_batch).
+ *   producer: producer_batch_open (a new batch's opening in one call, BatchOpener: RecordAccumulator.open_batch),
+ *             producer_batch_release (the Sender's produce completion state SenderCompletion: a completed batch's
+ *             release and acknowledged sequences without Python frames, over producer_response's and
+ *             producer_incomplete's).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -84,6 +87,7 @@ static PyObject *py_read_varint = NULL;
 #include "kernel/broker_log_append.c.h"
 #include "kernel/broker_log_end.c.h"
 #include "kernel/producer_batch_open.c.h"
+#include "kernel/producer_batch_release.c.h"
 #include "kernel/broker_produce_append.c.h"
 #include "kernel/client_send_path.c.h"
 
@@ -296,6 +300,17 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_INCREF(&OpenerType);
     if (PyModule_AddObject(m, "BatchOpener", (PyObject *)&OpenerType) < 0) {
         Py_DECREF(&OpenerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* producer_batch_release.c.h's type */
+    if (PyType_Ready(&CompletionType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&CompletionType);
+    if (PyModule_AddObject(m, "SenderCompletion", (PyObject *)&CompletionType) < 0) {
+        Py_DECREF(&CompletionType);
         Py_DECREF(m);
         return NULL;
     }

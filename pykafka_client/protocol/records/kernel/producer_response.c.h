@@ -740,18 +740,31 @@ static int accumulator_deallocate(PyObject *acc, PyObject *batch)
     return 0;
 }
 
+/* What one response's batches are completed with: the Sender's SenderCompletion's state (its ``completion``, made
+ * once with the Sender: the later part producer_batch_release.c.h), else the Sender's attributes read per response.
+ * tm and acc are read only when needed; incomplete, account, entries and the lock's methods are borrowed from the
+ * completion (NULL: the methods are called). completion_ctx_init, batch_release (RecordAccumulator.deallocate) and
+ * sequences_completed (IdempotenceManager.handle_completed_batch) are defined in producer_batch_release.c.h. */
+typedef struct {
+    PyObject *sender, *completion, *tm, *acc, *in_flight;
+    int order, has_tm;
+    PyObject *incomplete, *account, *entries, *lock_acquire, *lock_release;
+} completion_ctx;
+static int completion_ctx_init(completion_ctx *ctx, PyObject *sender);
+static void completion_ctx_clear(completion_ctx *ctx);
+static int batch_release(completion_ctx *ctx, PyObject *batch);
+static int sequences_completed(completion_ctx *ctx, PyObject *batch, PyObject *base);
+static PyObject *ctx_accumulator(completion_ctx *ctx);
+
 /* One planned batch's success, as Sender._succeed_batch then the unmute of _handle_produce_response. */
-static int succeed_batch(PyObject *entry, PyObject *tm, int gmo, PyObject *in_flight, PyObject *acc, PyObject *succeeded)
+static int succeed_batch(PyObject *entry, completion_ctx *ctx, PyObject *succeeded)
 {
     PyObject *batch = PyTuple_GET_ITEM(entry, 0), *base = PyTuple_GET_ITEM(entry, 1), *lat = PyTuple_GET_ITEM(entry, 2);
     PyObject *columns = PyTuple_GET_ITEM(entry, 3);
     PyObject *r, *tp = NULL, *outcome = NULL, *fs = NULL;
     int rc = -1;
-    if (tm != Py_None) {
-        if ((r = PyObject_CallMethodObjArgs(tm, pattr[P_HANDLE], batch, base, NULL)) == NULL)
-            return -1;
-        Py_DECREF(r);
-    }
+    if (ctx->has_tm && sequences_completed(ctx, batch, base) < 0)
+        return -1;
     if ((tp = cached_get(batch, pattr[P_TP], &bcache[P_TP])) == NULL)
         return -1;
     /* ProducerBatch.done: nothing when the batch completed or was split meanwhile */
@@ -793,13 +806,14 @@ static int succeed_batch(PyObject *entry, PyObject *tm, int gmo, PyObject *in_fl
                 }
             }
         }
-        if (remove_in_flight(in_flight, tp, batch) < 0)
+        if (remove_in_flight(ctx->in_flight, tp, batch) < 0)
             goto done_final;
-        if (accumulator_deallocate(acc, batch) < 0)
+        if (batch_release(ctx, batch) < 0)
             goto done_final;
     }
-    if (gmo) {
-        if ((r = PyObject_CallMethodOneArg(acc, pattr[P_UNMUTE], tp)) == NULL)
+    if (ctx->order) {
+        PyObject *acc = ctx_accumulator(ctx);
+        if (acc == NULL || (r = PyObject_CallMethodOneArg(acc, pattr[P_UNMUTE], tp)) == NULL)
             goto done_final;
         Py_DECREF(r);
     }
@@ -835,7 +849,8 @@ static PyObject *k_complete_produce_response(PyObject *self, PyObject *const *ar
     PyObject *sender = args[0], *batches = args[1], *body = args[2], *succeeded = args[3];
     if (!PyDict_CheckExact(batches))
         Py_RETURN_FALSE;
-    PyObject *plan = PyList_New(0), *tm = NULL, *gmo = NULL, *in_flight = NULL, *acc = NULL, *out = NULL;
+    PyObject *plan = PyList_New(0), *out = NULL;
+    completion_ctx ctx = {NULL};
     if (plan == NULL)
         return NULL;
     int rc = produce_response_plan(batches, body, plan);
@@ -843,33 +858,25 @@ static PyObject *k_complete_produce_response(PyObject *self, PyObject *const *ar
         out = rc < 0 ? NULL : Py_NewRef(Py_False);
         goto done;
     }
-    if ((tm = PyObject_GetAttr(sender, pattr[P_TM])) == NULL || (gmo = PyObject_GetAttr(sender, pattr[P_GMO])) == NULL
-        || (in_flight = PyObject_GetAttr(sender, pattr[P_IN_FLIGHT])) == NULL
-        || (acc = PyObject_GetAttr(sender, pattr[P_ACC])) == NULL)
-        goto done;
-    if (!PyDict_CheckExact(in_flight)) {
-        out = Py_NewRef(Py_False);
+    if ((rc = completion_ctx_init(&ctx, sender)) <= 0) {
+        out = rc < 0 ? NULL : Py_NewRef(Py_False);
         goto done;
     }
-    int order = PyObject_IsTrue(gmo);
-    if (order < 0)
-        goto done;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(plan); i++)
-        if (succeed_batch(PyList_GET_ITEM(plan, i), tm, order, in_flight, acc, succeeded) < 0)
+        if (succeed_batch(PyList_GET_ITEM(plan, i), &ctx, succeeded) < 0)
             goto done;
     out = Py_NewRef(Py_True);
 done:
     Py_DECREF(plan);
-    Py_XDECREF(tm);
-    Py_XDECREF(gmo);
-    Py_XDECREF(in_flight);
-    Py_XDECREF(acc);
+    completion_ctx_clear(&ctx);
     return out;
 }
 
 /* ---- producer I/O thread: a produce response's completion callback -------------------------------------- */
 
 static PyObject *s_response_body = NULL, *s_was_disconnected = NULL, *s_version_mismatch = NULL;
+/* the ClientResponse's slots (a slotted dataclass: cached_get reads them at their offset) */
+static slot_cache response_cache[3];
 
 PyDoc_STRVAR(handle_produce_response_doc,
 "handle_produce_response(reference, SUCCEEDED, sender, batches, response) -> bool\n\n"
@@ -893,13 +900,13 @@ static PyObject *k_handle_produce_response(PyObject *self, PyObject *const *args
             || (s_version_mismatch = PyUnicode_InternFromString("version_mismatch")) == NULL)
             return NULL;
     }
-    PyObject *body = PyObject_GetAttr(response, s_response_body);
+    PyObject *body = cached_get(response, s_response_body, &response_cache[0]);
     if (body == NULL)
         return NULL;
     int common = 0;
     /* the results type is a direct subclass of ProduceResponse (its tp_base) */
     if (results_type != NULL && (Py_TYPE(body) == results_type || Py_TYPE(body) == results_type->tp_base)) {
-        PyObject *v = PyObject_GetAttr(response, s_was_disconnected);
+        PyObject *v = cached_get(response, s_was_disconnected, &response_cache[1]);
         if (v == NULL)
             goto fail;
         int disconnected = PyObject_IsTrue(v);
@@ -907,7 +914,7 @@ static PyObject *k_handle_produce_response(PyObject *self, PyObject *const *args
         if (disconnected < 0)
             goto fail;
         if (!disconnected) {
-            if ((v = PyObject_GetAttr(response, s_version_mismatch)) == NULL)
+            if ((v = cached_get(response, s_version_mismatch, &response_cache[2])) == NULL)
                 goto fail;
             common = v == Py_None;
             Py_DECREF(v);
