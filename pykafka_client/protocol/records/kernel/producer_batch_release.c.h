@@ -8,8 +8,9 @@
  * sequence_parts() when the Sender was built (None from them: the methods are not the reference's, and the
  * completion calls them); it holds nothing that refers to the Sender (no cycle).
  * Uses: slot_access.c.h (the batch's and the partition entry's slots), producer_incomplete.c.h (IncompleteBatches'
- * remove, MemoryAccount's give), producer_response.c.h (completion_ctx, accumulator_deallocate, the attribute names;
- * its complete_produce_response calls completion_ctx_init, batch_release and sequences_completed, declared there).
+ * remove, MemoryAccount's give), producer_response.c.h (completion_ctx, accumulator_deallocate, few_keys_get, the
+ * attribute names; its complete_produce_response calls completion_ctx_init, batch_release and sequences_completed,
+ * declared there).
  */
 
 /* ---- producer: the Sender's completion state (SenderCompletion) -------------------------------------------------- */
@@ -261,7 +262,7 @@ static int sequences_step(PyObject *entries, PyObject *batch, PyObject *base)
     int overflow = 0;
     if ((tp = cached_get(batch, pattr[P_TP], &release_tp_cache)) == NULL)
         goto done;
-    entry = PyDict_GetItemWithError(entries, tp);
+    entry = few_keys_get(entries, tp);
     if (entry == NULL) {
         rc = PyErr_Occurred() ? -1 : 0; /* a partition without an entry yet: the method makes it */
         goto done;

@@ -364,25 +364,73 @@ static int outcome_unread(PyObject *outcome, Py_ssize_t holders)
  * attributes, per name */
 static slot_cache bcache[P_COUNT], ocache[P_COUNT];
 
+/* A dict's few keys are walked rather than hashed (a TopicPartition's hash is a tuple's, computed on each lookup) */
+#define FEW_KEYS 8
+
+/* batches[(name, index)] (borrowed; NULL: not there, or an error): of a request of a few partitions whose keys are
+ * all pairs of an exact str and an exact int (TopicPartitions), the key equal to (name, index) found by a walk that
+ * compares the two fields (what the dict's lookup of the plain tuple finds, without hashing one); else that lookup. */
+static PyObject *batch_of_partition(PyObject *batches, PyObject *name, PyObject *index)
+{
+    if (PyDict_GET_SIZE(batches) <= FEW_KEYS && PyUnicode_CheckExact(name) && PyLong_CheckExact(index)) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        int plain = 1;
+        while (plain && PyDict_Next(batches, &pos, &key, &value)) {
+            if (!PyTuple_Check(key) || PyTuple_GET_SIZE(key) != 2 || !PyUnicode_CheckExact(PyTuple_GET_ITEM(key, 0))
+                || !PyLong_CheckExact(PyTuple_GET_ITEM(key, 1))) {
+                plain = 0;
+                break;
+            }
+            int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 1), index, Py_EQ);
+            if (eq > 0)
+                eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 0), name, Py_EQ);
+            if (eq != 0)
+                return eq < 0 ? NULL : value;
+        }
+        if (plain)
+            return NULL;
+    }
+    /* a plain tuple finds (and equals) the TopicPartition key */
+    PyObject *key = PyTuple_Pack(2, name, index);
+    if (key == NULL)
+        return NULL;
+    PyObject *batch = PyDict_GetItemWithError(batches, key);
+    Py_DECREF(key);
+    return batch;
+}
+
+/* d[key] (borrowed; NULL: not there, or an error): in a dict of a few keys, the key identical to ``key`` found by a
+ * walk (a dict's lookup finds that one too: it is the only key equal to it); else (not found so) the lookup. */
+static PyObject *few_keys_get(PyObject *d, PyObject *key)
+{
+    if (PyDict_GET_SIZE(d) <= FEW_KEYS) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(d, &pos, &k, &v))
+            if (k == key)
+                return v;
+    }
+    return PyDict_GetItemWithError(d, key);
+}
+
 /* One partition of the plan (see produce_response_plan): ``name`` and ``index`` name it, the other three were read
  * from the response (error_code must be 0, record_errors None or empty). 1: planned, 0: not the common case, -1:
  * error. */
-static int plan_partition(PyObject *batches, PyObject *seen, PyObject *plan, PyObject *name, PyObject *error_code,
+static int plan_partition(PyObject *batches, PyObject *plan, PyObject *name, PyObject *error_code,
                           PyObject *record_errors, PyObject *index, PyObject *base, PyObject *lat)
 {
     if (!(is_int_zero(error_code) && (record_errors == Py_None || (PyList_CheckExact(record_errors) && PyList_GET_SIZE(record_errors) == 0))
           && PyLong_CheckExact(index) && PyLong_CheckExact(base) && PyLong_CheckExact(lat)))
         return 0;
-    /* a plain tuple finds (and equals) the TopicPartition key */
-    PyObject *key = PyTuple_Pack(2, name, index);
-    if (key == NULL)
-        return -1;
-    PyObject *batch = PyDict_GetItemWithError(batches, key);
-    Py_DECREF(key);
+    PyObject *batch = batch_of_partition(batches, name, index);
     if (batch == NULL)
         return PyErr_Occurred() ? -1 : 0; /* a partition the request did not have: the reference */
-    int ok, dup = PySet_Contains(seen, batch);
-    ok = dup < 0 ? -1 : dup ? 0 : PySet_Add(seen, batch) < 0 ? -1 : 1;
+    /* a batch answered twice: the reference (the plan holds each batch once) */
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(plan) && ok; i++)
+        if (PyTuple_GET_ITEM(PyList_GET_ITEM(plan, i), 0) == batch)
+            ok = 0;
     PyObject *f[4] = {NULL, NULL, NULL, NULL}; /* final_state, split, has_callbacks, pending */
     static const int bwhich[4] = {P_FINAL, P_SPLIT, P_HAS_CB, P_PENDING};
     for (int k = 0; k < 4 && ok > 0; k++)
@@ -428,7 +476,7 @@ static int plan_partition(PyObject *batches, PyObject *seen, PyObject *plan, PyO
 }
 
 /* The plan of a response decode_produce_results made (its ``results``, see there): as produce_response_plan. */
-static int produce_results_plan(PyObject *batches, PyObject *results, PyObject *seen, PyObject *plan)
+static int produce_results_plan(PyObject *batches, PyObject *results, PyObject *plan)
 {
     static PyObject *zero = NULL;
     if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL)
@@ -443,7 +491,7 @@ static int produce_results_plan(PyObject *batches, PyObject *results, PyObject *
             PyObject *p = PyList_GET_ITEM(parts, j);
             if (!PyTuple_CheckExact(p) || PyTuple_GET_SIZE(p) != 4)
                 return 0;
-            int ok = plan_partition(batches, seen, plan, PyTuple_GET_ITEM(t, 0), zero, Py_None, PyTuple_GET_ITEM(p, 0),
+            int ok = plan_partition(batches, plan, PyTuple_GET_ITEM(t, 0), zero, Py_None, PyTuple_GET_ITEM(p, 0),
                                     PyTuple_GET_ITEM(p, 1), PyTuple_GET_ITEM(p, 2));
             if (ok <= 0)
                 return ok;
@@ -460,16 +508,14 @@ static int produce_results_plan(PyObject *batches, PyObject *results, PyObject *
  * case, 0: not, -1: error. */
 static int produce_response_plan(PyObject *batches, PyObject *body, PyObject *plan)
 {
-    PyObject *seen = PySet_New(NULL), *responses = NULL;
+    PyObject *responses = NULL;
     int rc = -1;
-    if (seen == NULL)
-        return -1;
     if (results_type != NULL && Py_TYPE(body) == results_type) {
         PyObject *results = PyObject_GetAttr(body, s_results);
         if (results == NULL)
             goto done;
         if (results != Py_None) {
-            rc = produce_results_plan(batches, results, seen, plan);
+            rc = produce_results_plan(batches, results, plan);
             Py_DECREF(results);
             goto check;
         }
@@ -500,7 +546,7 @@ static int produce_response_plan(PyObject *batches, PyObject *body, PyObject *pl
                 if ((v[k] = PyObject_GetAttr(p, pattr[which[k]])) == NULL)
                     ok = -1;
             if (ok > 0)
-                ok = plan_partition(batches, seen, plan, name, v[0], v[1], v[2], v[3], v[4]);
+                ok = plan_partition(batches, plan, name, v[0], v[1], v[2], v[3], v[4]);
             for (int k = 0; k < 5; k++)
                 Py_XDECREF(v[k]);
         }
@@ -515,9 +561,8 @@ static int produce_response_plan(PyObject *batches, PyObject *body, PyObject *pl
 check:
     /* every batch answered (a missing one fails in the reference) */
     if (rc > 0)
-        rc = PySet_GET_SIZE(seen) == PyDict_GET_SIZE(batches);
+        rc = PyList_GET_SIZE(plan) == PyDict_GET_SIZE(batches);
 done:
-    Py_DECREF(seen);
     Py_XDECREF(responses);
     return rc;
 }
@@ -526,7 +571,7 @@ done:
  * ProducerBatch), the entry dropped once empty. */
 static int remove_in_flight(PyObject *in_flight, PyObject *tp, PyObject *batch)
 {
-    PyObject *lst = PyDict_GetItemWithError(in_flight, tp);
+    PyObject *lst = few_keys_get(in_flight, tp);
     if (lst == NULL)
         return PyErr_Occurred() ? -1 : 0;
     Py_INCREF(lst);
