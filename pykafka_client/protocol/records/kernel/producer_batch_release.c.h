@@ -25,6 +25,9 @@ typedef struct {
     PyObject *entries;       /* the manager's partition entries (a dict), or NULL: handle_completed_batch is called */
     PyObject *lock_acquire;  /* the manager's lock's bound acquire and release (with entries) */
     PyObject *lock_release;
+    PyObject *condition;     /* the last outcome condition seen (the accumulator's, shared by its batches) and its */
+    PyObject *cond_acquire;  /* bound acquire and release, looked up once, or NULL */
+    PyObject *cond_release;
 } CompletionObject;
 
 static PyTypeObject CompletionType;
@@ -108,6 +111,9 @@ static int completion_traverse(CompletionObject *self, visitproc visit, void *ar
     Py_VISIT(self->entries);
     Py_VISIT(self->lock_acquire);
     Py_VISIT(self->lock_release);
+    Py_VISIT(self->condition);
+    Py_VISIT(self->cond_acquire);
+    Py_VISIT(self->cond_release);
     return 0;
 }
 
@@ -119,6 +125,9 @@ static int completion_clear(CompletionObject *self)
     Py_CLEAR(self->entries);
     Py_CLEAR(self->lock_acquire);
     Py_CLEAR(self->lock_release);
+    Py_CLEAR(self->condition);
+    Py_CLEAR(self->cond_acquire);
+    Py_CLEAR(self->cond_release);
     return 0;
 }
 
@@ -355,6 +364,34 @@ static int sequences_completed(completion_ctx *ctx, PyObject *batch, PyObject *b
     if (ctx->tm == NULL && (ctx->tm = PyObject_GetAttr(ctx->sender, pattr[P_TM])) == NULL)
         return -1;
     PyObject *r = PyObject_CallMethodObjArgs(ctx->tm, pattr[P_HANDLE], batch, base, NULL);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* An outcome's condition's acquire() (``acquire`` 1) or release() (0): 0, or -1 with an exception. With the Sender's
+ * completion, through the bound methods it looked up once for the condition (the accumulator's, which all its
+ * batches' outcomes share: another is looked up and kept in its place); else by name. */
+static int outcome_condition(completion_ctx *ctx, PyObject *cond, int acquire)
+{
+    PyObject *r;
+    if (ctx->completion == NULL)
+        r = PyObject_CallMethodNoArgs(cond, acquire ? s_release_acquire : s_release_release);
+    else {
+        CompletionObject *co = (CompletionObject *)ctx->completion;
+        if (co->condition != cond) {
+            PyObject *a = PyObject_GetAttr(cond, s_release_acquire), *b = a == NULL ? NULL : PyObject_GetAttr(cond, s_release_release);
+            if (b == NULL) {
+                Py_XDECREF(a);
+                return -1;
+            }
+            Py_XSETREF(co->cond_acquire, a);
+            Py_XSETREF(co->cond_release, b);
+            Py_XSETREF(co->condition, Py_NewRef(cond));
+        }
+        r = PyObject_CallNoArgs(acquire ? co->cond_acquire : co->cond_release);
+    }
     if (r == NULL)
         return -1;
     Py_DECREF(r);

@@ -455,9 +455,14 @@ static int plan_partition(PyObject *batches, PyObject *plan, PyObject *name, PyO
         /* the columns complete_records collects: timestamps only without a log append time */
         int overflow = 0;
         long long lat_ms = PyLong_AsLongLongAndOverflow(lat, &overflow);
-        PyObject *cargs = Py_BuildValue("(OO)", f[3], (overflow || lat_ms != -1) ? Py_False : Py_True);
-        columns = cargs == NULL ? NULL : k_pending_columns(NULL, cargs);
-        Py_XDECREF(cargs);
+        int with_ts = !(overflow || lat_ms != -1);
+        if (is_pending(f[3]) && ((PendingObject *)f[3])->items == NULL)
+            columns = pending_columns_encoded((PendingObject *)f[3], with_ts); /* (k_pending_columns' first case) */
+        else {
+            PyObject *cargs = PyTuple_Pack(2, f[3], with_ts ? Py_True : Py_False);
+            columns = cargs == NULL ? NULL : k_pending_columns(NULL, cargs);
+            Py_XDECREF(cargs);
+        }
         if (columns == NULL)
             ok = -1;
         else if (columns == Py_None)
@@ -636,21 +641,24 @@ static int unlock_keeping_error(PyObject *lock, int rc)
     return rc;
 }
 
+/* the slots segment_done reads (a CallSegment's and a WaitingSegments' slots, at their offsets) */
+static slot_cache seg_cache[3];
+
 static int segment_done(PyObject *seg)
 {
-    PyObject *fut = PyObject_GetAttr(seg, pattr[P_WAITING]), *lock = NULL, *pending = NULL, *r;
+    PyObject *fut = cached_get(seg, pattr[P_WAITING], &seg_cache[0]), *lock = NULL, *pending = NULL, *r;
     int rc = -1;
-    if (fut == NULL || (lock = PyObject_GetAttr(fut, pattr[P_LOCK])) == NULL || sb_lock(lock, 1) < 0)
+    if (fut == NULL || (lock = cached_get(fut, pattr[P_LOCK], &seg_cache[1])) == NULL || sb_lock(lock, 1) < 0)
         goto done;
     int ok = 0; /* 1: decremented here, 0: the method decides, -1: error */
-    if ((pending = PyObject_GetAttr(fut, pattr[P_SB_COUNT])) == NULL)
+    if ((pending = cached_get(fut, pattr[P_SB_COUNT], &seg_cache[2])) == NULL)
         ok = -1;
     else if (PyLong_CheckExact(pending)) {
         int overflow = 0;
         long n = PyLong_AsLongAndOverflow(pending, &overflow);
         if (!overflow && n > 1) {
             PyObject *left = PyLong_FromLong(n - 1);
-            ok = left == NULL || PyObject_SetAttr(fut, pattr[P_SB_COUNT], left) < 0 ? -1 : 1;
+            ok = left == NULL || cached_set(fut, pattr[P_SB_COUNT], &seg_cache[2], left) < 0 ? -1 : 1;
             Py_XDECREF(left);
         }
     }
@@ -669,25 +677,42 @@ done:
     return rc;
 }
 
+/* What one response's batches are completed with: the Sender's SenderCompletion's state (its ``completion``, made
+ * once with the Sender: the later part producer_batch_release.c.h), else the Sender's attributes read per response.
+ * tm and acc are read only when needed; incomplete, account, entries and the lock's methods are borrowed from the
+ * completion (NULL: the methods are called). completion_ctx_init, batch_release (RecordAccumulator.deallocate),
+ * sequences_completed (IdempotenceManager.handle_completed_batch) and outcome_condition (an outcome's condition's
+ * acquire() or release()) are defined in producer_batch_release.c.h. */
+typedef struct {
+    PyObject *sender, *completion, *tm, *acc, *in_flight;
+    int order, has_tm;
+    PyObject *incomplete, *account, *entries, *lock_acquire, *lock_release;
+} completion_ctx;
+static int completion_ctx_init(completion_ctx *ctx, PyObject *sender);
+static void completion_ctx_clear(completion_ctx *ctx);
+static int batch_release(completion_ctx *ctx, PyObject *batch);
+static int sequences_completed(completion_ctx *ctx, PyObject *batch, PyObject *base);
+static PyObject *ctx_accumulator(completion_ctx *ctx);
+static int outcome_condition(completion_ctx *ctx, PyObject *cond, int acquire);
+
 /* BatchOutcome.complete_success(base, lat, timestamps, key_sizes, value_sizes) (``cargs``: the outcome then those):
  * when no future is watched (nobody waits, no done-callback), its fields set under the condition's lock here, and
  * the futures to call back are none; else the method itself. The futures whose done-callbacks must run, or NULL.
  * ``*segments`` is set to 1 when the list returned holds the send_batch segments (``calls``, taken from the outcome
  * under the lock, as BatchOutcome._finish) for segment_done, 0 when it holds what _invoke_callbacks must run on. */
-static PyObject *complete_outcome(PyObject *const *cargs, int *segments)
+static PyObject *complete_outcome(PyObject *const *cargs, int *segments, completion_ctx *ctx)
 {
     *segments = 0;
     PyObject *outcome = cargs[0];
     if (outcome_type == NULL || Py_TYPE(outcome) != outcome_type)
         return PyObject_VectorcallMethod(pattr[P_COMPLETE], cargs, 6 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-    PyObject *cond = cached_get(outcome, pattr[P_CONDITION], &ocache[P_CONDITION]), *r;
+    PyObject *cond = cached_get(outcome, pattr[P_CONDITION], &ocache[P_CONDITION]);
     if (cond == NULL)
         return NULL;
-    if ((r = PyObject_CallMethodNoArgs(cond, pattr[P_ACQUIRE])) == NULL) {
+    if (outcome_condition(ctx, cond, 1) < 0) {
         Py_DECREF(cond);
         return NULL;
     }
-    Py_DECREF(r);
     PyObject *out = NULL, *watched = cached_get(outcome, pattr[P_WATCHED], &ocache[P_WATCHED]), *state = NULL, *calls = NULL;
     int use_method = 0;
     if (watched == NULL || (calls = cached_get(outcome, pattr[P_CALLS], &ocache[P_CALLS])) == NULL)
@@ -728,21 +753,19 @@ static PyObject *complete_outcome(PyObject *const *cargs, int *segments)
 release:;
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
-    r = PyObject_CallMethodNoArgs(cond, pattr[P_RELEASE]);
-    if (r == NULL) {
+    int released = outcome_condition(ctx, cond, 0);
+    if (released < 0) {
         Py_CLEAR(out);
         Py_XDECREF(et);
         Py_XDECREF(ev);
         Py_XDECREF(tb);
-    } else {
-        Py_DECREF(r);
+    } else
         PyErr_Restore(et, ev, tb);
-    }
     Py_DECREF(cond);
     Py_XDECREF(watched);
     Py_XDECREF(calls);
     Py_XDECREF(state);
-    if (use_method && r != NULL && !PyErr_Occurred())
+    if (use_method && released == 0 && !PyErr_Occurred())
         return PyObject_VectorcallMethod(pattr[P_COMPLETE], cargs, 6 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     return out;
 }
@@ -785,22 +808,6 @@ static int accumulator_deallocate(PyObject *acc, PyObject *batch)
     return 0;
 }
 
-/* What one response's batches are completed with: the Sender's SenderCompletion's state (its ``completion``, made
- * once with the Sender: the later part producer_batch_release.c.h), else the Sender's attributes read per response.
- * tm and acc are read only when needed; incomplete, account, entries and the lock's methods are borrowed from the
- * completion (NULL: the methods are called). completion_ctx_init, batch_release (RecordAccumulator.deallocate) and
- * sequences_completed (IdempotenceManager.handle_completed_batch) are defined in producer_batch_release.c.h. */
-typedef struct {
-    PyObject *sender, *completion, *tm, *acc, *in_flight;
-    int order, has_tm;
-    PyObject *incomplete, *account, *entries, *lock_acquire, *lock_release;
-} completion_ctx;
-static int completion_ctx_init(completion_ctx *ctx, PyObject *sender);
-static void completion_ctx_clear(completion_ctx *ctx);
-static int batch_release(completion_ctx *ctx, PyObject *batch);
-static int sequences_completed(completion_ctx *ctx, PyObject *batch, PyObject *base);
-static PyObject *ctx_accumulator(completion_ctx *ctx);
-
 /* One planned batch's success, as Sender._succeed_batch then the unmute of _handle_produce_response. */
 static int succeed_batch(PyObject *entry, completion_ctx *ctx, PyObject *succeeded)
 {
@@ -831,7 +838,7 @@ static int succeed_batch(PyObject *entry, completion_ctx *ctx, PyObject *succeed
             PyObject *cargs[6] = {outcome, base, lat, PyTuple_GET_ITEM(columns, 0), PyTuple_GET_ITEM(columns, 1),
                                   PyTuple_GET_ITEM(columns, 2)};
             int segments;
-            PyObject *with_callbacks = complete_outcome(cargs, &segments);
+            PyObject *with_callbacks = complete_outcome(cargs, &segments, ctx);
             if (with_callbacks == NULL)
                 goto done_final;
             /* the futures' done-callbacks (or the send_batch segments), outside the lock */
