@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, cast
 
 import pytest
 from hypothesis import given, settings
@@ -101,9 +101,20 @@ class State(NamedTuple):
     requests: int
 
 
+class _Completion(Protocol):
+    """What the kernel's SenderCompletion tells of its decisions."""
+
+    @property
+    def releases(self) -> bool: ...
+
+    @property
+    def acknowledges(self) -> bool: ...
+
+
 def _releases(completion: object) -> tuple[bool, bool]:
     """(the completion releases batches itself, it acknowledges sequences itself)"""
-    return bool(getattr(completion, "releases")), bool(getattr(completion, "acknowledges"))
+    c = cast(_Completion, completion)
+    return c.releases, c.acknowledges
 
 
 def _replace_methods(h: Harness) -> None:
@@ -114,7 +125,7 @@ def _replace_methods(h: Harness) -> None:
     tm = h.tm
     if tm is not None:
         tm.handle_completed_batch = (  # type: ignore[method-assign]  # a test's replacement of a method
-            lambda batch, base: IdempotenceManager.handle_completed_batch(tm, batch, base)
+            lambda batch, base_offset: IdempotenceManager.handle_completed_batch(tm, batch, base_offset)
         )
 
 
