@@ -151,10 +151,18 @@ static PyObject *produce_response_read(rd_t *r, int version, PyObject *cls, int6
                 goto part_end;
             {
                 PyObject *pr = NULL;
-                if (cls == NULL)
-                    pr = Py_BuildValue("(lLLL)", (long)index, (long long)base_offset, (long long)log_append_time,
-                                       (long long)log_start_offset);
-                else {
+                if (cls == NULL) {
+                    /* (index, base offset, log append time, log start offset) */
+                    const long long vals[4] = {index, base_offset, log_append_time, log_start_offset};
+                    pr = PyTuple_New(4);
+                    for (int k = 0; k < 4 && pr != NULL; k++) {
+                        PyObject *v = PyLong_FromLongLong(vals[k]);
+                        if (v == NULL)
+                            Py_CLEAR(pr);
+                        else
+                            PyTuple_SET_ITEM(pr, k, v);
+                    }
+                } else {
                     PyObject *leader = PyObject_CallNoArgs(leader_cls);
                     PyObject *errors = leader ? PyList_New(0) : NULL;
                     pr = errors ? PyObject_CallFunction(part_cls, "lhLLLOOOO", (long)index, (short)error_code,
@@ -247,6 +255,7 @@ static PyObject *k_decode_produce_response(PyObject *self, PyObject *const *args
  * by produce_results_setup(); the names of the slots decode_produce_results fills. */
 static PyTypeObject *results_type = NULL;
 static PyObject *s_results = NULL, *s_throttle = NULL, *s_endpoints = NULL, *s_unknown_tags = NULL;
+static slot_cache results_cache[4];
 
 PyDoc_STRVAR(produce_results_setup_doc,
 "produce_results_setup(response_type): the ProduceResponse subclass decode_produce_results makes and\n"
@@ -297,14 +306,19 @@ static PyObject *k_decode_produce_results(PyObject *self, PyObject *const *args,
     PyObject *results = produce_response_frame(args[1], version, correlation_id, NULL, &throttle), *out = NULL;
     if (results == NULL)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    PyObject *empty = PyTuple_New(0), *t = NULL, *endpoints = NULL;
-    if (empty != NULL)
-        out = PyBaseObject_Type.tp_new(results_type, empty, NULL);
+    static PyObject *empty = NULL;
+    PyObject *t = NULL, *endpoints = NULL;
+    if (empty == NULL && (empty = PyTuple_New(0)) == NULL) {
+        Py_DECREF(results);
+        return NULL;
+    }
+    /* the slots set at their offsets (results_cache: the response type's slots) */
+    out = PyBaseObject_Type.tp_new(results_type, empty, NULL);
     if (out == NULL || (t = PyLong_FromLongLong(throttle)) == NULL || (endpoints = PyList_New(0)) == NULL
-        || PyObject_SetAttr(out, s_results, results) < 0 || PyObject_SetAttr(out, s_throttle, t) < 0
-        || PyObject_SetAttr(out, s_endpoints, endpoints) < 0 || PyObject_SetAttr(out, s_unknown_tags, Py_None) < 0)
+        || cached_set(out, s_results, &results_cache[0], results) < 0 || cached_set(out, s_throttle, &results_cache[1], t) < 0
+        || cached_set(out, s_endpoints, &results_cache[2], endpoints) < 0
+        || cached_set(out, s_unknown_tags, &results_cache[3], Py_None) < 0)
         Py_CLEAR(out);
-    Py_XDECREF(empty);
     Py_XDECREF(t);
     Py_XDECREF(endpoints);
     Py_DECREF(results);
