@@ -381,29 +381,42 @@ static slot_cache bcache[P_COUNT], ocache[P_COUNT];
 /* A dict's few keys are walked rather than hashed (a TopicPartition's hash is a tuple's, computed on each lookup) */
 #define FEW_KEYS 8
 
-/* batches[(name, index)] (borrowed; NULL: not there, or an error): of a request of a few partitions whose keys are
- * all pairs of an exact str and an exact int (TopicPartitions), the key equal to (name, index) found by a walk that
- * compares the two fields (what the dict's lookup of the plain tuple finds, without hashing one); else that lookup. */
+/* d[(name, index)] found by a walk (borrowed): the value, or NULL with *decided 1 (not there, or an error) or 0 (a key
+ * that is not a pair of an exact str and an exact int: the walk cannot tell, the dict's lookup must). For a dict of
+ * TopicPartition keys this finds what the dict's lookup of the plain tuple finds (the one key equal to it: its two
+ * fields equal), without hashing one. */
+static PyObject *pair_walk(PyObject *d, PyObject *name, PyObject *index, int *decided)
+{
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    *decided = 0;
+    if (!PyUnicode_CheckExact(name) || !PyLong_CheckExact(index))
+        return NULL;
+    while (PyDict_Next(d, &pos, &key, &value)) {
+        if (!PyTuple_Check(key) || PyTuple_GET_SIZE(key) != 2 || !PyUnicode_CheckExact(PyTuple_GET_ITEM(key, 0))
+            || !PyLong_CheckExact(PyTuple_GET_ITEM(key, 1)))
+            return NULL;
+        int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 1), index, Py_EQ);
+        if (eq > 0)
+            eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 0), name, Py_EQ);
+        if (eq != 0) {
+            *decided = 1;
+            return eq < 0 ? NULL : value;
+        }
+    }
+    *decided = 1;
+    return NULL;
+}
+
+/* batches[(name, index)] (borrowed; NULL: not there, or an error): of a request of a few partitions, by pair_walk;
+ * else by the dict's lookup of the plain tuple. */
 static PyObject *batch_of_partition(PyObject *batches, PyObject *name, PyObject *index)
 {
-    if (PyDict_GET_SIZE(batches) <= FEW_KEYS && PyUnicode_CheckExact(name) && PyLong_CheckExact(index)) {
-        Py_ssize_t pos = 0;
-        PyObject *key, *value;
-        int plain = 1;
-        while (plain && PyDict_Next(batches, &pos, &key, &value)) {
-            if (!PyTuple_Check(key) || PyTuple_GET_SIZE(key) != 2 || !PyUnicode_CheckExact(PyTuple_GET_ITEM(key, 0))
-                || !PyLong_CheckExact(PyTuple_GET_ITEM(key, 1))) {
-                plain = 0;
-                break;
-            }
-            int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 1), index, Py_EQ);
-            if (eq > 0)
-                eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 0), name, Py_EQ);
-            if (eq != 0)
-                return eq < 0 ? NULL : value;
-        }
-        if (plain)
-            return NULL;
+    if (PyDict_GET_SIZE(batches) <= FEW_KEYS) {
+        int decided;
+        PyObject *batch = pair_walk(batches, name, index, &decided);
+        if (decided)
+            return batch;
     }
     /* a plain tuple finds (and equals) the TopicPartition key */
     PyObject *key = PyTuple_Pack(2, name, index);
@@ -415,7 +428,8 @@ static PyObject *batch_of_partition(PyObject *batches, PyObject *name, PyObject 
 }
 
 /* d[key] (borrowed; NULL: not there, or an error): in a dict of a few keys, the key identical to ``key`` found by a
- * walk (a dict's lookup finds that one too: it is the only key equal to it); else (not found so) the lookup. */
+ * walk (a dict's lookup finds that one too: it is the only key equal to it), else for a pair ``key`` (a
+ * TopicPartition) the key equal to it by pair_walk; else the dict's lookup. */
 static PyObject *few_keys_get(PyObject *d, PyObject *key)
 {
     if (PyDict_GET_SIZE(d) <= FEW_KEYS) {
@@ -424,6 +438,12 @@ static PyObject *few_keys_get(PyObject *d, PyObject *key)
         while (PyDict_Next(d, &pos, &k, &v))
             if (k == key)
                 return v;
+        if (PyTuple_Check(key) && PyTuple_GET_SIZE(key) == 2) {
+            int decided;
+            v = pair_walk(d, PyTuple_GET_ITEM(key, 0), PyTuple_GET_ITEM(key, 1), &decided);
+            if (decided)
+                return v;
+        }
     }
     return PyDict_GetItemWithError(d, key);
 }
