@@ -88,7 +88,11 @@ class PendingTransition:
     operation: str
 
 
-class _PartitionEntry:
+class PartitionEntry:
+    """A partition's sequence state (Java ``TxnPartitionEntry``). Its slots are read and written by the kernel's
+    produce completion (``records/kernel/producer_batch_release.c.h``) as :meth:`IdempotenceManager.handle_completed_batch`
+    does, under the manager's lock."""
+
     __slots__ = ("in_flight", "last_acked_offset", "last_acked_sequence", "next_sequence", "producer_id_and_epoch")
 
     def __init__(self, pid_epoch: ProducerIdAndEpoch) -> None:
@@ -137,7 +141,7 @@ class IdempotenceManager:
         self.lock = threading.RLock()
         self._pid_epoch = NONE
         self._state = State.UNINITIALIZED
-        self._partitions: dict[TopicPartition, _PartitionEntry] = {}
+        self._partitions: dict[TopicPartition, PartitionEntry] = {}
         self._unresolved: dict[TopicPartition, int] = {}  # partition -> sequence expected after the expired batch
         self._to_rewrite: set[TopicPartition] = set()
         self._epoch_bump_required = False
@@ -329,10 +333,10 @@ class IdempotenceManager:
 
     # --- per-partition sequences ---------------------------------------------------------------------
 
-    def _entry(self, tp: TopicPartition) -> _PartitionEntry:
+    def _entry(self, tp: TopicPartition) -> PartitionEntry:
         e = self._partitions.get(tp)
         if e is None:
-            e = self._partitions[tp] = _PartitionEntry(self._pid_epoch)
+            e = self._partitions[tp] = PartitionEntry(self._pid_epoch)
         return e
 
     def sequence_number(self, tp: TopicPartition) -> int:
@@ -478,6 +482,15 @@ class IdempotenceManager:
             elif batch in in_flight:
                 in_flight.remove(batch)
 
+    def sequence_parts(self) -> tuple[dict[TopicPartition, PartitionEntry], threading.RLock] | None:
+        """What :meth:`handle_completed_batch` changes and the lock it holds (the partition entries, :attr:`lock`) while
+        it is this class's method (else None: a subclass's override or a replacement on the instance is called). Read
+        once, when the Sender is built: the kernel's completion (``SenderCompletion``) then does that method's work
+        itself, under the lock, for a partition that has its entry."""
+        if getattr(self.handle_completed_batch, "__func__", None) is not _REFERENCE_HANDLE_COMPLETED_BATCH:
+            return None
+        return self._partitions, self.lock
+
     def handle_failed_batch(self, batch: ProducerBatch, exc: BaseException, adjust_sequence_numbers: bool) -> None:
         with self.lock:
             self.maybe_transition_to_error_state(exc)
@@ -567,3 +580,8 @@ class IdempotenceManager:
 #: property's Python frame, once per record to decline sends of a producer in a fatal error state
 #: (``SendRecord``'s ``fatal_check = (manager, STATE_ATTRIBUTE, State.FATAL_ERROR)``).
 STATE_ATTRIBUTE = "_state"
+
+
+#: the reference method :meth:`IdempotenceManager.sequence_parts` compares with (as defined: one replaced on the class
+#: later is not it)
+_REFERENCE_HANDLE_COMPLETED_BATCH = IdempotenceManager.handle_completed_batch

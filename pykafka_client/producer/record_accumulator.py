@@ -32,10 +32,10 @@ from pykafka_client.errors import (
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.network.exponential_backoff import ExponentialBackoff
 from pykafka_client.producer.batch_opener import new_batch_opener
-from pykafka_client.producer.buffer_pool import BufferPool
+from pykafka_client.producer.buffer_pool import BufferPool, MemoryAccountApi
 from pykafka_client.producer.compression_ratio_estimator import CompressionRatioEstimator
 from pykafka_client.producer.future_record_metadata import BatchOutcome, FutureRecordMetadata
-from pykafka_client.producer.incomplete_batches import await_completion, new_incomplete_batches
+from pykafka_client.producer.incomplete_batches import IncompleteBatchesApi, await_completion, new_incomplete_batches
 from pykafka_client.producer.many_appender import new_many_appender
 from pykafka_client.producer.partitioner import BuiltInPartitioner, ClusterView, StickyInfo
 from pykafka_client.producer.producer_batch import ProducerBatch, increment_sequence, is_compression
@@ -867,11 +867,24 @@ class RecordAccumulator:
     # --- completion ----------------------------------------------------------------------------------
 
     def deallocate(self, batch: ProducerBatch) -> None:
-        """Forget a completed batch and return its memory."""
+        """Forget a completed batch and return its memory. (The kernel's produce completion does this itself, without
+        this method's and the pool's frames, when :meth:`release_parts` lent it the set and the account.)"""
         self._incomplete.remove(batch)
         if batch.allocated_bytes:
             self.free.deallocate(batch.allocated_bytes)
             batch.allocated_bytes = 0
+
+    def release_parts(self) -> tuple[IncompleteBatchesApi, MemoryAccountApi] | None:
+        """What :meth:`deallocate` changes, the incomplete batches and the pool's account, while it and the pool's
+        ``deallocate`` are the reference methods (else None: a subclass's override or a replacement on the instance or
+        the class is called). Read once, when the Sender is built: the kernel's completion (``SenderCompletion``) then
+        releases a completed batch itself when they are the kernel's types."""
+        if (
+            getattr(self.deallocate, "__func__", None) is not _REFERENCE_DEALLOCATE
+            or getattr(self.free.deallocate, "__func__", None) is not _POOL_DEALLOCATE
+        ):
+            return None
+        return self._incomplete, self.free.account
 
     def has_incomplete(self) -> bool:
         return not self._incomplete.is_empty()
@@ -974,3 +987,9 @@ class RecordAccumulator:
             return []
         with q.lock:
             return list(q.batches)
+
+
+#: the reference methods :meth:`RecordAccumulator.release_parts` compares with (as defined: one replaced on the class
+#: later is not these)
+_REFERENCE_DEALLOCATE = RecordAccumulator.deallocate
+_POOL_DEALLOCATE = BufferPool.deallocate

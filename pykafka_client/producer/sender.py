@@ -227,7 +227,7 @@ class Sender:
 
     #: the wake-up flag in a slot: the kernel's send path reads it at a fixed offset (not through the instance
     #: dict) on each record appended while a wake-up is due
-    __slots__ = ("__dict__", "__weakref__", "_wakeup_pending")
+    __slots__ = ("__dict__", "__weakref__", "_wakeup_pending", "completion")
 
     def __init__(
         self,
@@ -270,6 +270,15 @@ class Sender:
         self._round_setup = None if loaded is None else (
             accumulator.round_state(), MetadataSnapshot, crc32c, (_native, partial, _handle_produce_response_reference,
                                                                   _SUCCEEDED),
+        )
+        #: the kernel's ``SenderCompletion`` (with the kernel, else None): the state the kernel's completion of a produce
+        #: response works with, decided here once: this Sender's in-flight batches, whether order is guaranteed, and what
+        #: the accumulator and the transaction manager lend while their ``deallocate`` and ``handle_completed_batch``
+        #: are the reference methods (their work is then done without their frames; a method replaced later is not
+        #: called by it). It refers to nothing that refers to the Sender (in a slot: the kernel reads it at its offset)
+        self.completion: object | None = None if loaded is None else loaded.SenderCompletion(
+            self.in_flight_batches, guarantee_message_order, transaction_manager is not None,
+            accumulator.release_parts(), None if transaction_manager is None else transaction_manager.sequence_parts(),
         )
 
     # --- thread loop ---------------------------------------------------------------------------------

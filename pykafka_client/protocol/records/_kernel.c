@@ -36,7 +36,10 @@
  *             ProduceAppender);
  *   producer: producer_batch_open (a new batch's opening in one call, BatchOpener: RecordAccumulator.open_batch),
  *             producer_append_run (send_batch's run of records per batch: its bulk append in one call, ManyAppender:
- *             RecordAccumulator.try_append_many; a call's segments, CallSegments: SendBatchFuture's bookkeeping).
+ *             RecordAccumulator.try_append_many; a call's segments, CallSegments: SendBatchFuture's bookkeeping),
+ *             producer_batch_release (the Sender's produce completion state SenderCompletion: a completed batch's
+ *             release and acknowledged sequences without Python frames, over producer_response's and
+ *             producer_incomplete's).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -86,6 +89,7 @@ static PyObject *py_read_varint = NULL;
 #include "kernel/broker_log_append.c.h"
 #include "kernel/broker_log_end.c.h"
 #include "kernel/producer_batch_open.c.h"
+#include "kernel/producer_batch_release.c.h"
 #include "kernel/broker_produce_append.c.h"
 #include "kernel/client_send_path.c.h"
 #include "kernel/producer_append_run.c.h"
@@ -320,6 +324,17 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_INCREF(&ManyAppenderType);
     if (PyModule_AddObject(m, "ManyAppender", (PyObject *)&ManyAppenderType) < 0) {
         Py_DECREF(&ManyAppenderType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* producer_batch_release.c.h's type */
+    if (PyType_Ready(&CompletionType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&CompletionType);
+    if (PyModule_AddObject(m, "SenderCompletion", (PyObject *)&CompletionType) < 0) {
+        Py_DECREF(&CompletionType);
         Py_DECREF(m);
         return NULL;
     }

@@ -422,6 +422,14 @@ class Kernel(Protocol):
     #: ``producer.many_appender.new_many_appender``)
     ManyAppender: Callable[..., Callable[..., Any]]
 
+    # producer_batch_release.c.h
+    #: ``SenderCompletion(in_flight_batches, guarantee_message_order, has_manager, release_parts, sequence_parts)``: a
+    #: Sender's produce completion state, made once with it (``Sender.completion``): the kernel's
+    #: ``handle_produce_response`` releases batches (``RecordAccumulator.deallocate``, with what its ``release_parts``
+    #: lent) and acknowledges sequences (``IdempotenceManager.handle_completed_batch``, with what its
+    #: ``sequence_parts`` lent) with it, without their frames
+    SenderCompletion: Callable[[dict[Any, Any], bool, bool, Any, Any], object]
+
 
 #: The compiled module when active, else None (read it at call time: ``_native.kernel``).
 kernel: Kernel | None = None

@@ -89,7 +89,10 @@ class Harness:
         with_producer_id: bool = True,
         partitions: int = 2,
         transactional_id: str | None = None,
+        before_sender: Callable[[Harness], None] | None = None,
     ) -> None:
+        """``before_sender``: called with the harness once the accumulator is made, before the Sender is (which decides
+        then what its compiled completion does itself: a test's replacement of a method goes there)."""
         self.time = MockTime()
         self.brokers = nodes(2)
         self.node0, self.node1 = self.brokers
@@ -118,6 +121,8 @@ class Harness:
             transaction_manager=self.tm,
             rng=random.Random(0),
         )
+        if before_sender is not None:
+            before_sender(self)
         self.sender = Sender(
             self.client,
             self.metadata,

@@ -1,6 +1,6 @@
 """The idempotence manager's one-call answers for the I/O thread: ``prepare_for_drain`` (the drain's checks and a
 new batch's sequence, contract statements 67-72) against the same step asked question by question, ``is_settled``
-(the Sender's per-iteration step has nothing to do) and the in-flight order of ``_PartitionEntry.add_in_flight``."""
+(the Sender's per-iteration step has nothing to do) and the in-flight order of ``PartitionEntry.add_in_flight``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pykafka_client.errors import ClusterAuthorizationFailedError
-from pykafka_client.producer.idempotence_manager import NONE, _PartitionEntry
+from pykafka_client.producer.idempotence_manager import NONE, PartitionEntry
 from pykafka_client.producer.producer_batch import INT_MAX, NO_SEQUENCE, ProducerBatch
 from pykafka_client.producer.transaction_manager import TransactionManager
 from pykafka_client.producer.transaction_state import State
@@ -250,7 +250,7 @@ def test_a_transactional_manager_is_never_settled() -> None:
 @given(st.lists(st.tuples(st.integers(0, 6), st.booleans()), max_size=12))
 def test_add_in_flight_keeps_base_sequence_order_after_equal_ones(steps: list[tuple[int, bool]]) -> None:
     """``steps``: (base sequence, re-add an already tracked batch instead)."""
-    e = _PartitionEntry(NONE)
+    e = PartitionEntry(NONE)
     expected: list[ProducerBatch] = []
     for seq, again in steps:
         if again and expected:

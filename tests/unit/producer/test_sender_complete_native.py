@@ -387,33 +387,38 @@ def _complete_two_batches(h: Harness) -> list[FutureRecordMetadata]:
 @pytest.mark.parametrize("where", ["accumulator", "accumulator class", "incomplete", "pool"])
 def test_a_replaced_deallocate_is_called(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The kernel's completion deallocates through the accumulator's public method: one replaced on the class or
-    on the instance (a test's spy, a subclass's override), and what it calls, is called."""
+    on the instance (a test's spy, a subclass's override), and what it calls, is called. (The Sender decides when it
+    is built whether its compiled completion releases batches itself: the replacement is made before.)"""
     from pykafka_client.producer.buffer_pool import BufferPool
     from pykafka_client.producer.incomplete_batches import IncompleteBatches
     from pykafka_client.producer.record_accumulator import RecordAccumulator
+
+    calls: list[object] = []
+
+    def replace(h: Harness) -> None:
+        if where == "accumulator":
+            original = h.accumulator.deallocate
+            monkeypatch.setattr(h.accumulator, "deallocate", lambda b: (calls.append(b), original(b))[1])
+        elif where == "accumulator class":
+            original_cls = RecordAccumulator.deallocate
+            monkeypatch.setattr(RecordAccumulator, "deallocate",
+                                lambda self, b: (calls.append(b), original_cls(self, b))[1])
+        elif where == "incomplete":
+            original_remove = IncompleteBatches.remove
+            monkeypatch.setattr(IncompleteBatches, "remove", lambda self, b: (calls.append(b), original_remove(self, b))[1])
+        else:
+            original_pool = BufferPool.deallocate
+            monkeypatch.setattr(BufferPool, "deallocate", lambda self, n: (calls.append(n), original_pool(self, n))[1])
 
     if where == "incomplete":
         # the reference set, whose class can be patched: the accumulator made without the kernel
         previous = _native.use_native(False)
         try:
-            h = Harness(partitions=PARTITIONS)
+            h = Harness(partitions=PARTITIONS, before_sender=replace)
         finally:
             _native.use_native(previous)
     else:
-        h = Harness(partitions=PARTITIONS)
-    calls: list[object] = []
-    if where == "accumulator":
-        original = h.accumulator.deallocate
-        monkeypatch.setattr(h.accumulator, "deallocate", lambda b: (calls.append(b), original(b))[1])
-    elif where == "accumulator class":
-        original_cls = RecordAccumulator.deallocate
-        monkeypatch.setattr(RecordAccumulator, "deallocate", lambda self, b: (calls.append(b), original_cls(self, b))[1])
-    elif where == "incomplete":
-        original_remove = IncompleteBatches.remove
-        monkeypatch.setattr(IncompleteBatches, "remove", lambda self, b: (calls.append(b), original_remove(self, b))[1])
-    else:
-        original_pool = BufferPool.deallocate
-        monkeypatch.setattr(BufferPool, "deallocate", lambda self, n: (calls.append(n), original_pool(self, n))[1])
+        h = Harness(partitions=PARTITIONS, before_sender=replace)
     before = h.accumulator.free.available_memory()
     with _kernel(True) as spy:  # from the send on: the completion callback is chosen when it is sent
         futures = _complete_two_batches(h)

@@ -151,10 +151,18 @@ static PyObject *produce_response_read(rd_t *r, int version, PyObject *cls, int6
                 goto part_end;
             {
                 PyObject *pr = NULL;
-                if (cls == NULL)
-                    pr = Py_BuildValue("(lLLL)", (long)index, (long long)base_offset, (long long)log_append_time,
-                                       (long long)log_start_offset);
-                else {
+                if (cls == NULL) {
+                    /* (index, base offset, log append time, log start offset) */
+                    const long long vals[4] = {index, base_offset, log_append_time, log_start_offset};
+                    pr = PyTuple_New(4);
+                    for (int k = 0; k < 4 && pr != NULL; k++) {
+                        PyObject *v = PyLong_FromLongLong(vals[k]);
+                        if (v == NULL)
+                            Py_CLEAR(pr);
+                        else
+                            PyTuple_SET_ITEM(pr, k, v);
+                    }
+                } else {
                     PyObject *leader = PyObject_CallNoArgs(leader_cls);
                     PyObject *errors = leader ? PyList_New(0) : NULL;
                     pr = errors ? PyObject_CallFunction(part_cls, "lhLLLOOOO", (long)index, (short)error_code,
@@ -247,6 +255,7 @@ static PyObject *k_decode_produce_response(PyObject *self, PyObject *const *args
  * by produce_results_setup(); the names of the slots decode_produce_results fills. */
 static PyTypeObject *results_type = NULL;
 static PyObject *s_results = NULL, *s_throttle = NULL, *s_endpoints = NULL, *s_unknown_tags = NULL;
+static slot_cache results_cache[4];
 
 PyDoc_STRVAR(produce_results_setup_doc,
 "produce_results_setup(response_type): the ProduceResponse subclass decode_produce_results makes and\n"
@@ -297,14 +306,19 @@ static PyObject *k_decode_produce_results(PyObject *self, PyObject *const *args,
     PyObject *results = produce_response_frame(args[1], version, correlation_id, NULL, &throttle), *out = NULL;
     if (results == NULL)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    PyObject *empty = PyTuple_New(0), *t = NULL, *endpoints = NULL;
-    if (empty != NULL)
-        out = PyBaseObject_Type.tp_new(results_type, empty, NULL);
+    static PyObject *empty = NULL;
+    PyObject *t = NULL, *endpoints = NULL;
+    if (empty == NULL && (empty = PyTuple_New(0)) == NULL) {
+        Py_DECREF(results);
+        return NULL;
+    }
+    /* the slots set at their offsets (results_cache: the response type's slots) */
+    out = PyBaseObject_Type.tp_new(results_type, empty, NULL);
     if (out == NULL || (t = PyLong_FromLongLong(throttle)) == NULL || (endpoints = PyList_New(0)) == NULL
-        || PyObject_SetAttr(out, s_results, results) < 0 || PyObject_SetAttr(out, s_throttle, t) < 0
-        || PyObject_SetAttr(out, s_endpoints, endpoints) < 0 || PyObject_SetAttr(out, s_unknown_tags, Py_None) < 0)
+        || cached_set(out, s_results, &results_cache[0], results) < 0 || cached_set(out, s_throttle, &results_cache[1], t) < 0
+        || cached_set(out, s_endpoints, &results_cache[2], endpoints) < 0
+        || cached_set(out, s_unknown_tags, &results_cache[3], Py_None) < 0)
         Py_CLEAR(out);
-    Py_XDECREF(empty);
     Py_XDECREF(t);
     Py_XDECREF(endpoints);
     Py_DECREF(results);
@@ -364,25 +378,93 @@ static int outcome_unread(PyObject *outcome, Py_ssize_t holders)
  * attributes, per name */
 static slot_cache bcache[P_COUNT], ocache[P_COUNT];
 
+/* A dict's few keys are walked rather than hashed (a TopicPartition's hash is a tuple's, computed on each lookup) */
+#define FEW_KEYS 8
+
+/* d[(name, index)] found by a walk (borrowed): the value, or NULL with *decided 1 (not there, or an error) or 0 (a key
+ * that is not a pair of an exact str and an exact int: the walk cannot tell, the dict's lookup must). For a dict of
+ * TopicPartition keys this finds what the dict's lookup of the plain tuple finds (the one key equal to it: its two
+ * fields equal), without hashing one. */
+static PyObject *pair_walk(PyObject *d, PyObject *name, PyObject *index, int *decided)
+{
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    *decided = 0;
+    if (!PyUnicode_CheckExact(name) || !PyLong_CheckExact(index))
+        return NULL;
+    while (PyDict_Next(d, &pos, &key, &value)) {
+        if (!PyTuple_Check(key) || PyTuple_GET_SIZE(key) != 2 || !PyUnicode_CheckExact(PyTuple_GET_ITEM(key, 0))
+            || !PyLong_CheckExact(PyTuple_GET_ITEM(key, 1)))
+            return NULL;
+        int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 1), index, Py_EQ);
+        if (eq > 0)
+            eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 0), name, Py_EQ);
+        if (eq != 0) {
+            *decided = 1;
+            return eq < 0 ? NULL : value;
+        }
+    }
+    *decided = 1;
+    return NULL;
+}
+
+/* batches[(name, index)] (borrowed; NULL: not there, or an error): of a request of a few partitions, by pair_walk;
+ * else by the dict's lookup of the plain tuple. */
+static PyObject *batch_of_partition(PyObject *batches, PyObject *name, PyObject *index)
+{
+    if (PyDict_GET_SIZE(batches) <= FEW_KEYS) {
+        int decided;
+        PyObject *batch = pair_walk(batches, name, index, &decided);
+        if (decided)
+            return batch;
+    }
+    /* a plain tuple finds (and equals) the TopicPartition key */
+    PyObject *key = PyTuple_Pack(2, name, index);
+    if (key == NULL)
+        return NULL;
+    PyObject *batch = PyDict_GetItemWithError(batches, key);
+    Py_DECREF(key);
+    return batch;
+}
+
+/* d[key] (borrowed; NULL: not there, or an error): in a dict of a few keys, the key identical to ``key`` found by a
+ * walk (a dict's lookup finds that one too: it is the only key equal to it), else for a pair ``key`` (a
+ * TopicPartition) the key equal to it by pair_walk; else the dict's lookup. */
+static PyObject *few_keys_get(PyObject *d, PyObject *key)
+{
+    if (PyDict_GET_SIZE(d) <= FEW_KEYS) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(d, &pos, &k, &v))
+            if (k == key)
+                return v;
+        if (PyTuple_Check(key) && PyTuple_GET_SIZE(key) == 2) {
+            int decided;
+            v = pair_walk(d, PyTuple_GET_ITEM(key, 0), PyTuple_GET_ITEM(key, 1), &decided);
+            if (decided)
+                return v;
+        }
+    }
+    return PyDict_GetItemWithError(d, key);
+}
+
 /* One partition of the plan (see produce_response_plan): ``name`` and ``index`` name it, the other three were read
  * from the response (error_code must be 0, record_errors None or empty). 1: planned, 0: not the common case, -1:
  * error. */
-static int plan_partition(PyObject *batches, PyObject *seen, PyObject *plan, PyObject *name, PyObject *error_code,
+static int plan_partition(PyObject *batches, PyObject *plan, PyObject *name, PyObject *error_code,
                           PyObject *record_errors, PyObject *index, PyObject *base, PyObject *lat)
 {
     if (!(is_int_zero(error_code) && (record_errors == Py_None || (PyList_CheckExact(record_errors) && PyList_GET_SIZE(record_errors) == 0))
           && PyLong_CheckExact(index) && PyLong_CheckExact(base) && PyLong_CheckExact(lat)))
         return 0;
-    /* a plain tuple finds (and equals) the TopicPartition key */
-    PyObject *key = PyTuple_Pack(2, name, index);
-    if (key == NULL)
-        return -1;
-    PyObject *batch = PyDict_GetItemWithError(batches, key);
-    Py_DECREF(key);
+    PyObject *batch = batch_of_partition(batches, name, index);
     if (batch == NULL)
         return PyErr_Occurred() ? -1 : 0; /* a partition the request did not have: the reference */
-    int ok, dup = PySet_Contains(seen, batch);
-    ok = dup < 0 ? -1 : dup ? 0 : PySet_Add(seen, batch) < 0 ? -1 : 1;
+    /* a batch answered twice: the reference (the plan holds each batch once) */
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(plan) && ok; i++)
+        if (PyTuple_GET_ITEM(PyList_GET_ITEM(plan, i), 0) == batch)
+            ok = 0;
     PyObject *f[4] = {NULL, NULL, NULL, NULL}; /* final_state, split, has_callbacks, pending */
     static const int bwhich[4] = {P_FINAL, P_SPLIT, P_HAS_CB, P_PENDING};
     for (int k = 0; k < 4 && ok > 0; k++)
@@ -407,9 +489,14 @@ static int plan_partition(PyObject *batches, PyObject *seen, PyObject *plan, PyO
         /* the columns complete_records collects: timestamps only without a log append time */
         int overflow = 0;
         long long lat_ms = PyLong_AsLongLongAndOverflow(lat, &overflow);
-        PyObject *cargs = Py_BuildValue("(OO)", f[3], (overflow || lat_ms != -1) ? Py_False : Py_True);
-        columns = cargs == NULL ? NULL : k_pending_columns(NULL, cargs);
-        Py_XDECREF(cargs);
+        int with_ts = !(overflow || lat_ms != -1);
+        if (is_pending(f[3]) && ((PendingObject *)f[3])->items == NULL)
+            columns = pending_columns_encoded((PendingObject *)f[3], with_ts); /* (k_pending_columns' first case) */
+        else {
+            PyObject *cargs = PyTuple_Pack(2, f[3], with_ts ? Py_True : Py_False);
+            columns = cargs == NULL ? NULL : k_pending_columns(NULL, cargs);
+            Py_XDECREF(cargs);
+        }
         if (columns == NULL)
             ok = -1;
         else if (columns == Py_None)
@@ -428,7 +515,7 @@ static int plan_partition(PyObject *batches, PyObject *seen, PyObject *plan, PyO
 }
 
 /* The plan of a response decode_produce_results made (its ``results``, see there): as produce_response_plan. */
-static int produce_results_plan(PyObject *batches, PyObject *results, PyObject *seen, PyObject *plan)
+static int produce_results_plan(PyObject *batches, PyObject *results, PyObject *plan)
 {
     static PyObject *zero = NULL;
     if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL)
@@ -443,7 +530,7 @@ static int produce_results_plan(PyObject *batches, PyObject *results, PyObject *
             PyObject *p = PyList_GET_ITEM(parts, j);
             if (!PyTuple_CheckExact(p) || PyTuple_GET_SIZE(p) != 4)
                 return 0;
-            int ok = plan_partition(batches, seen, plan, PyTuple_GET_ITEM(t, 0), zero, Py_None, PyTuple_GET_ITEM(p, 0),
+            int ok = plan_partition(batches, plan, PyTuple_GET_ITEM(t, 0), zero, Py_None, PyTuple_GET_ITEM(p, 0),
                                     PyTuple_GET_ITEM(p, 1), PyTuple_GET_ITEM(p, 2));
             if (ok <= 0)
                 return ok;
@@ -460,16 +547,14 @@ static int produce_results_plan(PyObject *batches, PyObject *results, PyObject *
  * case, 0: not, -1: error. */
 static int produce_response_plan(PyObject *batches, PyObject *body, PyObject *plan)
 {
-    PyObject *seen = PySet_New(NULL), *responses = NULL;
+    PyObject *responses = NULL;
     int rc = -1;
-    if (seen == NULL)
-        return -1;
     if (results_type != NULL && Py_TYPE(body) == results_type) {
         PyObject *results = PyObject_GetAttr(body, s_results);
         if (results == NULL)
             goto done;
         if (results != Py_None) {
-            rc = produce_results_plan(batches, results, seen, plan);
+            rc = produce_results_plan(batches, results, plan);
             Py_DECREF(results);
             goto check;
         }
@@ -500,7 +585,7 @@ static int produce_response_plan(PyObject *batches, PyObject *body, PyObject *pl
                 if ((v[k] = PyObject_GetAttr(p, pattr[which[k]])) == NULL)
                     ok = -1;
             if (ok > 0)
-                ok = plan_partition(batches, seen, plan, name, v[0], v[1], v[2], v[3], v[4]);
+                ok = plan_partition(batches, plan, name, v[0], v[1], v[2], v[3], v[4]);
             for (int k = 0; k < 5; k++)
                 Py_XDECREF(v[k]);
         }
@@ -515,9 +600,8 @@ static int produce_response_plan(PyObject *batches, PyObject *body, PyObject *pl
 check:
     /* every batch answered (a missing one fails in the reference) */
     if (rc > 0)
-        rc = PySet_GET_SIZE(seen) == PyDict_GET_SIZE(batches);
+        rc = PyList_GET_SIZE(plan) == PyDict_GET_SIZE(batches);
 done:
-    Py_DECREF(seen);
     Py_XDECREF(responses);
     return rc;
 }
@@ -526,7 +610,7 @@ done:
  * ProducerBatch), the entry dropped once empty. */
 static int remove_in_flight(PyObject *in_flight, PyObject *tp, PyObject *batch)
 {
-    PyObject *lst = PyDict_GetItemWithError(in_flight, tp);
+    PyObject *lst = few_keys_get(in_flight, tp);
     if (lst == NULL)
         return PyErr_Occurred() ? -1 : 0;
     Py_INCREF(lst);
@@ -591,21 +675,24 @@ static int unlock_keeping_error(PyObject *lock, int rc)
     return rc;
 }
 
+/* the slots segment_done reads (a CallSegment's and a WaitingSegments' slots, at their offsets) */
+static slot_cache seg_cache[3];
+
 static int segment_done(PyObject *seg)
 {
-    PyObject *fut = PyObject_GetAttr(seg, pattr[P_WAITING]), *lock = NULL, *pending = NULL, *r;
+    PyObject *fut = cached_get(seg, pattr[P_WAITING], &seg_cache[0]), *lock = NULL, *pending = NULL, *r;
     int rc = -1;
-    if (fut == NULL || (lock = PyObject_GetAttr(fut, pattr[P_LOCK])) == NULL || sb_lock(lock, 1) < 0)
+    if (fut == NULL || (lock = cached_get(fut, pattr[P_LOCK], &seg_cache[1])) == NULL || sb_lock(lock, 1) < 0)
         goto done;
     int ok = 0; /* 1: decremented here, 0: the method decides, -1: error */
-    if ((pending = PyObject_GetAttr(fut, pattr[P_SB_COUNT])) == NULL)
+    if ((pending = cached_get(fut, pattr[P_SB_COUNT], &seg_cache[2])) == NULL)
         ok = -1;
     else if (PyLong_CheckExact(pending)) {
         int overflow = 0;
         long n = PyLong_AsLongAndOverflow(pending, &overflow);
         if (!overflow && n > 1) {
             PyObject *left = PyLong_FromLong(n - 1);
-            ok = left == NULL || PyObject_SetAttr(fut, pattr[P_SB_COUNT], left) < 0 ? -1 : 1;
+            ok = left == NULL || cached_set(fut, pattr[P_SB_COUNT], &seg_cache[2], left) < 0 ? -1 : 1;
             Py_XDECREF(left);
         }
     }
@@ -624,25 +711,42 @@ done:
     return rc;
 }
 
+/* What one response's batches are completed with: the Sender's SenderCompletion's state (its ``completion``, made
+ * once with the Sender: the later part producer_batch_release.c.h), else the Sender's attributes read per response.
+ * tm and acc are read only when needed; incomplete, account, entries and the lock's methods are borrowed from the
+ * completion (NULL: the methods are called). completion_ctx_init, batch_release (RecordAccumulator.deallocate),
+ * sequences_completed (IdempotenceManager.handle_completed_batch) and outcome_condition (an outcome's condition's
+ * acquire() or release()) are defined in producer_batch_release.c.h. */
+typedef struct {
+    PyObject *sender, *completion, *tm, *acc, *in_flight;
+    int order, has_tm;
+    PyObject *incomplete, *account, *entries, *lock_acquire, *lock_release;
+} completion_ctx;
+static int completion_ctx_init(completion_ctx *ctx, PyObject *sender);
+static void completion_ctx_clear(completion_ctx *ctx);
+static int batch_release(completion_ctx *ctx, PyObject *batch);
+static int sequences_completed(completion_ctx *ctx, PyObject *batch, PyObject *base);
+static PyObject *ctx_accumulator(completion_ctx *ctx);
+static int outcome_condition(completion_ctx *ctx, PyObject *cond, int acquire);
+
 /* BatchOutcome.complete_success(base, lat, timestamps, key_sizes, value_sizes) (``cargs``: the outcome then those):
  * when no future is watched (nobody waits, no done-callback), its fields set under the condition's lock here, and
  * the futures to call back are none; else the method itself. The futures whose done-callbacks must run, or NULL.
  * ``*segments`` is set to 1 when the list returned holds the send_batch segments (``calls``, taken from the outcome
  * under the lock, as BatchOutcome._finish) for segment_done, 0 when it holds what _invoke_callbacks must run on. */
-static PyObject *complete_outcome(PyObject *const *cargs, int *segments)
+static PyObject *complete_outcome(PyObject *const *cargs, int *segments, completion_ctx *ctx)
 {
     *segments = 0;
     PyObject *outcome = cargs[0];
     if (outcome_type == NULL || Py_TYPE(outcome) != outcome_type)
         return PyObject_VectorcallMethod(pattr[P_COMPLETE], cargs, 6 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-    PyObject *cond = cached_get(outcome, pattr[P_CONDITION], &ocache[P_CONDITION]), *r;
+    PyObject *cond = cached_get(outcome, pattr[P_CONDITION], &ocache[P_CONDITION]);
     if (cond == NULL)
         return NULL;
-    if ((r = PyObject_CallMethodNoArgs(cond, pattr[P_ACQUIRE])) == NULL) {
+    if (outcome_condition(ctx, cond, 1) < 0) {
         Py_DECREF(cond);
         return NULL;
     }
-    Py_DECREF(r);
     PyObject *out = NULL, *watched = cached_get(outcome, pattr[P_WATCHED], &ocache[P_WATCHED]), *state = NULL, *calls = NULL;
     int use_method = 0;
     if (watched == NULL || (calls = cached_get(outcome, pattr[P_CALLS], &ocache[P_CALLS])) == NULL)
@@ -683,21 +787,19 @@ static PyObject *complete_outcome(PyObject *const *cargs, int *segments)
 release:;
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
-    r = PyObject_CallMethodNoArgs(cond, pattr[P_RELEASE]);
-    if (r == NULL) {
+    int released = outcome_condition(ctx, cond, 0);
+    if (released < 0) {
         Py_CLEAR(out);
         Py_XDECREF(et);
         Py_XDECREF(ev);
         Py_XDECREF(tb);
-    } else {
-        Py_DECREF(r);
+    } else
         PyErr_Restore(et, ev, tb);
-    }
     Py_DECREF(cond);
     Py_XDECREF(watched);
     Py_XDECREF(calls);
     Py_XDECREF(state);
-    if (use_method && r != NULL && !PyErr_Occurred())
+    if (use_method && released == 0 && !PyErr_Occurred())
         return PyObject_VectorcallMethod(pattr[P_COMPLETE], cargs, 6 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     return out;
 }
@@ -741,17 +843,14 @@ static int accumulator_deallocate(PyObject *acc, PyObject *batch)
 }
 
 /* One planned batch's success, as Sender._succeed_batch then the unmute of _handle_produce_response. */
-static int succeed_batch(PyObject *entry, PyObject *tm, int gmo, PyObject *in_flight, PyObject *acc, PyObject *succeeded)
+static int succeed_batch(PyObject *entry, completion_ctx *ctx, PyObject *succeeded)
 {
     PyObject *batch = PyTuple_GET_ITEM(entry, 0), *base = PyTuple_GET_ITEM(entry, 1), *lat = PyTuple_GET_ITEM(entry, 2);
     PyObject *columns = PyTuple_GET_ITEM(entry, 3);
     PyObject *r, *tp = NULL, *outcome = NULL, *fs = NULL;
     int rc = -1;
-    if (tm != Py_None) {
-        if ((r = PyObject_CallMethodObjArgs(tm, pattr[P_HANDLE], batch, base, NULL)) == NULL)
-            return -1;
-        Py_DECREF(r);
-    }
+    if (ctx->has_tm && sequences_completed(ctx, batch, base) < 0)
+        return -1;
     if ((tp = cached_get(batch, pattr[P_TP], &bcache[P_TP])) == NULL)
         return -1;
     /* ProducerBatch.done: nothing when the batch completed or was split meanwhile */
@@ -773,7 +872,7 @@ static int succeed_batch(PyObject *entry, PyObject *tm, int gmo, PyObject *in_fl
             PyObject *cargs[6] = {outcome, base, lat, PyTuple_GET_ITEM(columns, 0), PyTuple_GET_ITEM(columns, 1),
                                   PyTuple_GET_ITEM(columns, 2)};
             int segments;
-            PyObject *with_callbacks = complete_outcome(cargs, &segments);
+            PyObject *with_callbacks = complete_outcome(cargs, &segments, ctx);
             if (with_callbacks == NULL)
                 goto done_final;
             /* the futures' done-callbacks (or the send_batch segments), outside the lock */
@@ -793,13 +892,14 @@ static int succeed_batch(PyObject *entry, PyObject *tm, int gmo, PyObject *in_fl
                 }
             }
         }
-        if (remove_in_flight(in_flight, tp, batch) < 0)
+        if (remove_in_flight(ctx->in_flight, tp, batch) < 0)
             goto done_final;
-        if (accumulator_deallocate(acc, batch) < 0)
+        if (batch_release(ctx, batch) < 0)
             goto done_final;
     }
-    if (gmo) {
-        if ((r = PyObject_CallMethodOneArg(acc, pattr[P_UNMUTE], tp)) == NULL)
+    if (ctx->order) {
+        PyObject *acc = ctx_accumulator(ctx);
+        if (acc == NULL || (r = PyObject_CallMethodOneArg(acc, pattr[P_UNMUTE], tp)) == NULL)
             goto done_final;
         Py_DECREF(r);
     }
@@ -835,7 +935,8 @@ static PyObject *k_complete_produce_response(PyObject *self, PyObject *const *ar
     PyObject *sender = args[0], *batches = args[1], *body = args[2], *succeeded = args[3];
     if (!PyDict_CheckExact(batches))
         Py_RETURN_FALSE;
-    PyObject *plan = PyList_New(0), *tm = NULL, *gmo = NULL, *in_flight = NULL, *acc = NULL, *out = NULL;
+    PyObject *plan = PyList_New(0), *out = NULL;
+    completion_ctx ctx = {NULL};
     if (plan == NULL)
         return NULL;
     int rc = produce_response_plan(batches, body, plan);
@@ -843,33 +944,25 @@ static PyObject *k_complete_produce_response(PyObject *self, PyObject *const *ar
         out = rc < 0 ? NULL : Py_NewRef(Py_False);
         goto done;
     }
-    if ((tm = PyObject_GetAttr(sender, pattr[P_TM])) == NULL || (gmo = PyObject_GetAttr(sender, pattr[P_GMO])) == NULL
-        || (in_flight = PyObject_GetAttr(sender, pattr[P_IN_FLIGHT])) == NULL
-        || (acc = PyObject_GetAttr(sender, pattr[P_ACC])) == NULL)
-        goto done;
-    if (!PyDict_CheckExact(in_flight)) {
-        out = Py_NewRef(Py_False);
+    if ((rc = completion_ctx_init(&ctx, sender)) <= 0) {
+        out = rc < 0 ? NULL : Py_NewRef(Py_False);
         goto done;
     }
-    int order = PyObject_IsTrue(gmo);
-    if (order < 0)
-        goto done;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(plan); i++)
-        if (succeed_batch(PyList_GET_ITEM(plan, i), tm, order, in_flight, acc, succeeded) < 0)
+        if (succeed_batch(PyList_GET_ITEM(plan, i), &ctx, succeeded) < 0)
             goto done;
     out = Py_NewRef(Py_True);
 done:
     Py_DECREF(plan);
-    Py_XDECREF(tm);
-    Py_XDECREF(gmo);
-    Py_XDECREF(in_flight);
-    Py_XDECREF(acc);
+    completion_ctx_clear(&ctx);
     return out;
 }
 
 /* ---- producer I/O thread: a produce response's completion callback -------------------------------------- */
 
 static PyObject *s_response_body = NULL, *s_was_disconnected = NULL, *s_version_mismatch = NULL;
+/* the ClientResponse's slots (a slotted dataclass: cached_get reads them at their offset) */
+static slot_cache response_cache[3];
 
 PyDoc_STRVAR(handle_produce_response_doc,
 "handle_produce_response(reference, SUCCEEDED, sender, batches, response) -> bool\n\n"
@@ -893,13 +986,13 @@ static PyObject *k_handle_produce_response(PyObject *self, PyObject *const *args
             || (s_version_mismatch = PyUnicode_InternFromString("version_mismatch")) == NULL)
             return NULL;
     }
-    PyObject *body = PyObject_GetAttr(response, s_response_body);
+    PyObject *body = cached_get(response, s_response_body, &response_cache[0]);
     if (body == NULL)
         return NULL;
     int common = 0;
     /* the results type is a direct subclass of ProduceResponse (its tp_base) */
     if (results_type != NULL && (Py_TYPE(body) == results_type || Py_TYPE(body) == results_type->tp_base)) {
-        PyObject *v = PyObject_GetAttr(response, s_was_disconnected);
+        PyObject *v = cached_get(response, s_was_disconnected, &response_cache[1]);
         if (v == NULL)
             goto fail;
         int disconnected = PyObject_IsTrue(v);
@@ -907,7 +1000,7 @@ static PyObject *k_handle_produce_response(PyObject *self, PyObject *const *args
         if (disconnected < 0)
             goto fail;
         if (!disconnected) {
-            if ((v = PyObject_GetAttr(response, s_version_mismatch)) == NULL)
+            if ((v = cached_get(response, s_version_mismatch, &response_cache[2])) == NULL)
                 goto fail;
             common = v == Py_None;
             Py_DECREF(v);
