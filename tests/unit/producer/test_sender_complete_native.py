@@ -7,7 +7,8 @@ record errors, delivery callbacks, a partition missing, repeated or not in the r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from pykafka_client.network.client_response import ClientResponse, RequestHeaderInfo
 from pykafka_client.producer.future_record_metadata import (
     NOT_COLLECTED,
+    BatchMetadata,
     CallSegment,
     FutureRecordMetadata,
     SendBatchFuture,
@@ -31,6 +33,7 @@ from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ProduceResponse
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
+from tests.doubles.frames import chunk_bytes, frame_bytes
 from tests.unit.producer.sender_harness import TOPIC, Harness
 
 pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
@@ -60,7 +63,7 @@ class _Spy:
 def _kernel(native: bool) -> Iterator[_Spy | None]:
     saved = _native.kernel
     spy = _Spy(_native.loaded_kernel()) if native else None
-    _native.kernel = spy  # type: ignore[assignment]
+    _native.kernel = spy
     try:
         yield spy
     finally:
@@ -86,7 +89,7 @@ def _decoded(resp: ProduceResponse) -> ProduceResponse:
     (a DecodedProduceResponse holding results, its ``responses`` not built) when it takes it, else as it is."""
     kernel = _native.loaded_kernel()
     assert kernel is not None
-    payload = b"".join(bytes(c) for c in headers.encode_response(resp, ApiKey.PRODUCE, 9, 1))[4:]
+    payload = frame_bytes(headers.encode_response(resp, ApiKey.PRODUCE, 9, 1))[4:]
     body = kernel.decode_produce_results(DecodedProduceResponse, payload, 9, 1)
     if body is None:
         return resp
@@ -111,6 +114,16 @@ def _call_outcome(f: SendBatchFuture) -> object:
     return (None if e is None else (type(e).__name__, str(e)), [_outcome(f.record_future(i)) for i in range(f.record_count)])  # type: ignore[arg-type]
 
 
+def _call_logger(log: list[object], c: int) -> Callable[[Future[BatchMetadata]], None]:
+    """A done-callback logging call ``c``'s outcome."""
+
+    def logged(f: Future[BatchMetadata]) -> None:
+        assert isinstance(f, SendBatchFuture)
+        log.append(("call", c, _call_outcome(f)))
+
+    return logged
+
+
 def _send_batch_calls(futures: list[FutureRecordMetadata], per_partition: list[int], log: list[object]) -> list[SendBatchFuture]:
     """Two send_batch calls over the records (the first half of each partition's records, then the rest), as
     send_batch records them: segments of (outcome, index) runs; their completions logged as done-callbacks."""
@@ -126,9 +139,13 @@ def _send_batch_calls(futures: list[FutureRecordMetadata], per_partition: list[i
         for pos, f in enumerate(fs):
             call.add_segment(pos, 1, f.outcome, f.index)
         call.seal()
-        call.add_done_callback(lambda f, c=c: log.append(("call", c, _call_outcome(f))))  # type: ignore[arg-type]
+        call.add_done_callback(_call_logger(log, c))
         calls.append(call)
     return calls
+
+
+#: per partition, its records' (key, value size)
+Records = list[list[tuple[bytes | None, int]]]
 
 
 def _scenario(
@@ -160,7 +177,8 @@ def _scenario(
         h.run_once()
         assert h.client.has_in_flight_request()
         batches: list[ProducerBatch] = [b for lst in h.sender.in_flight_batches.values() for b in lst]
-        parts = [(tp, 0, 100 * (i + 1), lat, []) for i, tp in enumerate(tps)]
+        parts: list[tuple[TopicPartition, int, int, int, list[tuple[int, str]]]] = [
+            (tp, 0, 100 * (i + 1), lat, []) for i, tp in enumerate(tps)]
         vtp = parts[victim][0]
         if mutation == "error":
             parts[victim] = (vtp, error, -1, -1, [])
@@ -189,7 +207,7 @@ def _scenario(
         len(h.accumulator.incomplete_batches()),
         [(tm.last_acked_sequence(tp), tm.last_acked_offset(tp), tm.has_inflight_batches(tp)) for tp in tps] if tm else None,
         asdict(h.sender.metrics),
-        [[(t.name, p.index, bytes(p.records or b"")) for t in r.topic_data for p in t.partition_data] for r in h.produce_requests()],
+        [[(t.name, p.index, chunk_bytes(p.records or b"")) for t in r.topic_data for p in t.partition_data] for r in h.produce_requests()],
     )
     return observed, spy.answers if spy is not None else []
 
@@ -224,18 +242,18 @@ def test_compiled_completion_equals_the_reference(
 def test_common_case_completes_in_the_kernel() -> None:
     """Pinned without hypothesis: offsets and log-append timestamps come from the response, create times from the
     records, and the kernel (not the reference) completed them."""
-    records = [[(None, 10), (b"k", 20)], [(b"key", 0)]]
+    records: Records = [[(None, 10), (b"k", 20)], [(b"key", 0)]]
     (outcomes, *_), answers = _scenario(True, True, False, records, -1, "ok", 0, 0)
     assert answers == [True]
     assert outcomes == [(TOPIC, 0, 100, 1000, -1, 10), (TOPIC, 0, 101, 1001, 1, 20), (TOPIC, 1, 200, 1000, 3, 0)]
     (outcomes, *_), answers = _scenario(True, False, True, records, 555, "ok", 0, 0)
     assert answers == [True]
-    assert [o[3] for o in outcomes] == [555, 555, 555]  # type: ignore[index]
+    assert [o[3] for o in outcomes] == [555, 555, 555]
 
 
 @pytest.mark.parametrize("mutation", ["error", "record_errors", "missing", "duplicate", "extra", "callback"])
 def test_the_kernel_declines_anything_else(mutation: str) -> None:
-    records = [[(None, 10)], [(None, 10), (None, 5)]]
+    records: Records = [[(None, 10)], [(None, 10), (None, 5)]]
     native, answers = _scenario(True, True, False, records, -1, mutation, NOT_LEADER_OR_FOLLOWER, 1)
     assert answers == [False]
     assert native == _scenario(False, True, False, records, -1, mutation, NOT_LEADER_OR_FOLLOWER, 1)[0]
@@ -244,7 +262,7 @@ def test_the_kernel_declines_anything_else(mutation: str) -> None:
 def test_a_decoded_response_completes_from_its_results_without_building_them() -> None:
     """The response the network client decodes for the Sender (decode_produce_results) completes in the kernel
     straight from its results: the offsets are the response's and its ``responses`` dataclasses are never built."""
-    records = [[(None, 10), (b"k", 20)], [(b"key", 0)]]
+    records: Records = [[(None, 10), (b"k", 20)], [(b"key", 0)]]
     h = Harness(partitions=PARTITIONS)
     futures = h.append(TopicPartition(TOPIC, 0), b"abc", 2) + h.append(TopicPartition(TOPIC, 1), b"de", 1)
     with _kernel(True) as spy:  # from the send on: the completion callback is chosen when it is sent
@@ -343,7 +361,7 @@ def test_an_outcome_referred_to_after_the_plan_gets_its_columns() -> None:
 def test_send_batch_calls_complete_as_the_reference(mutation: str) -> None:
     """Pinned without hypothesis: two send_batch calls over three batches (a MESSAGE_TOO_LARGE split of one
     with "error"); the calls' results, errors and done-callbacks as the reference's."""
-    records = [[(None, 10), (b"k", 20), (None, 3)], [(b"key", 0)], [(None, 1), (None, 2)]]
+    records: Records = [[(None, 10), (b"k", 20), (None, 3)], [(b"key", 0)], [(None, 1), (None, 2)]]
     native, answers = _scenario(True, True, False, records, -1, mutation, MESSAGE_TOO_LARGE, 0, True)
     assert native == _scenario(False, True, False, records, -1, mutation, MESSAGE_TOO_LARGE, 0, True)[0]
     assert answers == [mutation != "error"]
@@ -352,8 +370,8 @@ def test_send_batch_calls_complete_as_the_reference(mutation: str) -> None:
         assert calls == ["pending", "pending"]
     else:
         assert [c[0] for c in calls] == [None, None]
-        assert [o[2] for o in calls[0][1]] == [100, 101, 200, 300]  # type: ignore[index]
-        assert [o[2] for o in calls[1][1]] == [102, 301]  # type: ignore[index]
+        assert [o[2] for o in calls[0][1]] == [100, 101, 200, 300]
+        assert [o[2] for o in calls[1][1]] == [102, 301]
 
 
 def test_the_kernel_releases_send_batch_segments_without_python(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -367,13 +385,13 @@ def test_the_kernel_releases_send_batch_segments_without_python(monkeypatch: pyt
         real(seg)
 
     monkeypatch.setattr(CallSegment, "release", counting)
-    records = [[(None, 10), (None, 5)], [(b"key", 0)], [(None, 1)]]
+    records: Records = [[(None, 10), (None, 5)], [(b"key", 0)], [(None, 1)]]
     for native, calls in ((True, 2), (False, 3 + 1)):  # two calls: segments on 3 and on 1 of the batches
         invoked.clear()
         (_outcomes, results, log, *_), answers = _scenario(native, False, False, records, -1, "ok", 0, 0, True)
         assert len(invoked) == calls
         assert answers == ([True] if native else [])
-        assert [r[0] for r in results] == [None, None]  # type: ignore[index]
+        assert [r[0] for r in results] == [None, None]
         assert [e[:2] for e in log] == [("call", 1), ("call", 0)] or [e[:2] for e in log] == [("call", 0), ("call", 1)]
 
 
@@ -398,17 +416,36 @@ def test_a_replaced_deallocate_is_called(where: str, monkeypatch: pytest.MonkeyP
     def replace(h: Harness) -> None:
         if where == "accumulator":
             original = h.accumulator.deallocate
-            monkeypatch.setattr(h.accumulator, "deallocate", lambda b: (calls.append(b), original(b))[1])
+
+            def deallocate(batch: ProducerBatch) -> None:
+                calls.append(batch)
+                original(batch)
+
+            monkeypatch.setattr(h.accumulator, "deallocate", deallocate)
         elif where == "accumulator class":
             original_cls = RecordAccumulator.deallocate
-            monkeypatch.setattr(RecordAccumulator, "deallocate",
-                                lambda self, b: (calls.append(b), original_cls(self, b))[1])
+
+            def deallocate_of(self: RecordAccumulator, batch: ProducerBatch) -> None:
+                calls.append(batch)
+                original_cls(self, batch)
+
+            monkeypatch.setattr(RecordAccumulator, "deallocate", deallocate_of)
         elif where == "incomplete":
             original_remove = IncompleteBatches.remove
-            monkeypatch.setattr(IncompleteBatches, "remove", lambda self, b: (calls.append(b), original_remove(self, b))[1])
+
+            def remove(self: IncompleteBatches, batch: ProducerBatch) -> None:
+                calls.append(batch)
+                original_remove(self, batch)
+
+            monkeypatch.setattr(IncompleteBatches, "remove", remove)
         else:
             original_pool = BufferPool.deallocate
-            monkeypatch.setattr(BufferPool, "deallocate", lambda self, n: (calls.append(n), original_pool(self, n))[1])
+
+            def pool_deallocate(self: BufferPool, size: int) -> None:
+                calls.append(size)
+                original_pool(self, size)
+
+            monkeypatch.setattr(BufferPool, "deallocate", pool_deallocate)
 
     if where == "incomplete":
         # the reference set, whose class can be patched: the accumulator made without the kernel
