@@ -389,8 +389,9 @@ class Processor:
                 continue
             receive = conn.pending.popleft()
             self._handle_receive(conn, receive, channel)
-        if self._handled_inline:
-            # answers of inline-handled requests go out now rather than after another poll round
+        if self._handled_inline and self._response_queue:
+            # answers of inline-handled requests go out now rather than after another poll round (those answered
+            # within _process_receives are out already: no call for an empty queue)
             self._process_new_responses()
 
     def _process_receives(self, channel_of: Callable[[str], KafkaChannel | None]) -> None:
