@@ -28,7 +28,8 @@
  *   network:  network (per-request objects, a connection's frames), network_memory_pool, client_in_flight (a
  *             client's in-flight requests, InFlightRequests), client_channel_send (a client's send of a request on
  *             its channel, ChannelSend, SendReadiness), client_send_path (a NetworkClient's send-side state with its
- *             ready, poll_delay_ms, new_client_request and send, ClientSendPath);
+ *             ready, poll_delay_ms, new_client_request and send, ClientSendPath), client_poll (a NetworkClient's
+ *             poll state with its common poll in one call, ClientPollPath);
  *   broker:   broker_produce_request, broker_request_times, broker_produce_response, broker_log_index,
  *             broker_log_append (a segment's append state SegmentTail, the producer state's next-batch check),
  *             broker_log_end (a log's end LogEnd: the LEO, the high watermark, a client's common append in one call),
@@ -86,6 +87,7 @@ static PyObject *py_read_varint = NULL;
 #include "kernel/producer_batch_open.c.h"
 #include "kernel/broker_produce_append.c.h"
 #include "kernel/client_send_path.c.h"
+#include "kernel/client_poll.c.h"
 
 /* ---- module ---------------------------------------------------------------------------------------- */
 
@@ -296,6 +298,17 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_INCREF(&OpenerType);
     if (PyModule_AddObject(m, "BatchOpener", (PyObject *)&OpenerType) < 0) {
         Py_DECREF(&OpenerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* client_poll.c.h's type */
+    if (PyType_Ready(&ClientPollPathType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&ClientPollPathType);
+    if (PyModule_AddObject(m, "ClientPollPath", (PyObject *)&ClientPollPathType) < 0) {
+        Py_DECREF(&ClientPollPathType);
         Py_DECREF(m);
         return NULL;
     }
