@@ -325,11 +325,13 @@ class NetworkClient(ConnectionFailures):
             or type(self)._handle_completed_receives is not NetworkClient._handle_completed_receives
         ):
             return ClientPollState()
+        # the selector's compiled poll (a real Selector's, the kernel's SelectorPoll), else its poll method
+        compiled_poll = getattr(self.selector, "compiled_poll", None)
         path: PollState = kernel.ClientPollPath(
             self, NetworkClient.poll, NetworkClient.complete_poll, NetworkClient._handle_completed_receives,
             self._paths.clock_ns, self._paths.decoders, _new_client_response, POLL_COMPLETED_SENDS,
             POLL_COMPLETED_RECEIVES, POLL_ALL, _REBOOTSTRAP,
-            report_poll_error, report_callback_error,
+            report_poll_error, report_callback_error, compiled_poll() if compiled_poll is not None else None,
         )
         # (the path holds this client weakly: no cycle through this bound method of it)
         self.poll = path.poll  # type: ignore[attr-defined,method-assign]  # the compiled poll, its reference the method

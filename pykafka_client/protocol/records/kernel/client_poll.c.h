@@ -1,16 +1,18 @@
-/* client_poll.c.h: a NetworkClient's poll state and its poll() in one call (included by _kernel.c).
+/* client_poll.c.h: a NetworkClient's poll state and its poll() in one call (ClientPollPath), and a client Selector's
+ * common poll in one call (SelectorPoll, below) (included by _kernel.c).
  *
  * ClientPollPath(client, poll_reference, complete_reference, receives_reference, clock_ns, decoders,
  * new_client_response, completed_sends_bit, completed_receives_bit, all_bits, rebootstrap, report_poll_error,
- * report_callback_error) owns what NetworkClient.poll reads to skip the work a poll has not got: aborted_sends (the
- * requests completed without the network, handed back by the next poll), fire_and_forget_sent, handshakes_may_be_due
- * and may_be_connecting. Its reference is network/client_poll_state.py's ClientPollState (the same attributes, no
+ * report_callback_error, select) owns what NetworkClient.poll reads to skip the work a poll has not got:
+ * aborted_sends (the requests completed without the network, handed back by the next poll), fire_and_forget_sent,
+ * handshakes_may_be_due and may_be_connecting. Its reference is network/client_poll_state.py's ClientPollState (the same attributes, no
  * methods), which the client uses without the kernel. ``client`` is held by a weak reference (the client holds the
  * path's bound poll as an instance attribute: no reference cycle).
  *
  * poll(timeout_ms, now_ms): NetworkClient.poll's common case: the client active (client.send_state.active), no aborted
  * sends, now_ms before client.metadata_updater.update_deadline.no_update_before_ms, no re-authentication scheduled
- * (client.selector.reauthentications_scheduled empty) and plain ints: the selector polled for timeout_ms bounded by the
+ * (client.selector.reauthentications_scheduled empty) and plain ints: the selector polled (select(timeout), its
+ * SelectorPoll's poll, when not None, else client.selector.poll(timeout)) for timeout_ms bounded by the
  * time to that deadline and client.default_request_timeout_ms (at least 0; an OSError reported by
  * report_poll_error(error) and the poll's results all_bits, as the reference), the time read (clock_ns() // 10**6),
  * then what the reference's complete_poll does: when the results ask for no look at the completed sends (the
@@ -25,7 +27,8 @@
  * sends, the metadata deadline reached, a re-authentication scheduled, a value not a plain int) is
  * poll_reference(client, timeout_ms, now_ms) (NetworkClient.poll itself), nothing changed before it.
  *
- * Reads and writes only public attributes. Uses slot_access (cached_get, cached_set, compact_int). */
+ * Reads and writes only public attributes. Uses slot_access (cached_get, cached_set, compact_int, take_truth) and
+ * producer_handoff (HandoffType, handoff_select: SelectorPoll's wait with a GilHandoff). */
 
 enum {
     CPP_SEND_STATE, CPP_ACTIVE, CPP_METADATA_UPDATER, CPP_UPDATE_DEADLINE, CPP_NO_UPDATE_BEFORE_MS, CPP_SELECTOR,
@@ -51,6 +54,7 @@ typedef struct {
     PyObject *client; /* weakref to the NetworkClient */
     PyObject *poll_reference, *complete_reference, *receives_reference, *clock_ns, *decoders, *new_client_response;
     PyObject *rebootstrap, *report_poll_error, *report_callback_error;
+    PyObject *select; /* the selector's compiled poll (SelectorPoll.poll), or None: its poll method */
     long sends_bit, receives_bit, all_bits;
 } ClientPollPathObject;
 
@@ -172,7 +176,9 @@ static PyObject *cpp_select(ClientPollPathObject *self, PyObject *selector, int6
     if (t == NULL)
         return NULL;
     PyObject *call[2] = {selector, t};
-    PyObject *results = PyObject_VectorcallMethod(cpp_attr[CPP_POLL], call, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    PyObject *results = self->select != Py_None
+                        ? PyObject_Vectorcall(self->select, call + 1, 1, NULL)
+                        : PyObject_VectorcallMethod(cpp_attr[CPP_POLL], call, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     Py_DECREF(t);
     if (results != NULL || !PyErr_ExceptionMatches(PyExc_OSError))
         return results;
@@ -405,15 +411,16 @@ fail:
 static PyObject *cpp_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *client, *poll_reference, *complete_reference, *receives_reference, *clock_ns, *decoders;
-    PyObject *new_client_response, *rebootstrap, *report_poll_error, *report_callback_error;
+    PyObject *new_client_response, *rebootstrap, *report_poll_error, *report_callback_error, *select;
     long sends_bit, receives_bit, all_bits;
     static char *kwlist[] = {"client", "poll_reference", "complete_reference", "receives_reference", "clock_ns",
                              "decoders", "new_client_response", "completed_sends_bit", "completed_receives_bit",
-                             "all_bits", "rebootstrap", "report_poll_error", "report_callback_error", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOO!OlllOOO:ClientPollPath", kwlist, &client, &poll_reference,
+                             "all_bits", "rebootstrap", "report_poll_error", "report_callback_error", "select",
+                             NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOO!OlllOOOO:ClientPollPath", kwlist, &client, &poll_reference,
                                      &complete_reference, &receives_reference, &clock_ns, &PyDict_Type, &decoders,
                                      &new_client_response, &sends_bit, &receives_bit, &all_bits, &rebootstrap,
-                                     &report_poll_error, &report_callback_error))
+                                     &report_poll_error, &report_callback_error, &select))
         return NULL;
     if (cpp_names() < 0)
         return NULL;
@@ -439,6 +446,7 @@ static PyObject *cpp_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->rebootstrap = Py_NewRef(rebootstrap);
     self->report_poll_error = Py_NewRef(report_poll_error);
     self->report_callback_error = Py_NewRef(report_callback_error);
+    self->select = Py_NewRef(select);
     self->sends_bit = sends_bit;
     self->receives_bit = receives_bit;
     self->all_bits = all_bits;
@@ -458,6 +466,7 @@ static int cpp_traverse(ClientPollPathObject *self, visitproc visit, void *arg)
     Py_VISIT(self->rebootstrap);
     Py_VISIT(self->report_poll_error);
     Py_VISIT(self->report_callback_error);
+    Py_VISIT(self->select);
     return 0;
 }
 
@@ -474,6 +483,7 @@ static int cpp_clear(ClientPollPathObject *self)
     Py_CLEAR(self->rebootstrap);
     Py_CLEAR(self->report_poll_error);
     Py_CLEAR(self->report_callback_error);
+    Py_CLEAR(self->select);
     return 0;
 }
 
@@ -531,7 +541,7 @@ static PyTypeObject ClientPollPathType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = PyDoc_STR("ClientPollPath(client, poll_reference, complete_reference, receives_reference, clock_ns, "
                         "decoders, new_client_response, completed_sends_bit, completed_receives_bit, all_bits, "
-                        "rebootstrap, report_poll_error, report_callback_error): a NetworkClient's poll state with its "
+                        "rebootstrap, report_poll_error, report_callback_error, select): a NetworkClient's poll state with its "
                         "poll() (reference: ClientPollState and NetworkClient.poll)"),
     .tp_traverse = (traverseproc)cpp_traverse,
     .tp_clear = (inquiry)cpp_clear,
@@ -539,4 +549,460 @@ static PyTypeObject ClientPollPathType = {
     .tp_members = cpp_members,
     .tp_getset = cpp_getset,
     .tp_new = cpp_new,
+};
+
+/* ---- SelectorPoll: a client Selector's common poll in one call ---------------------------------------------------
+ * SelectorPoll(selector, poll_reference, channels, keys, pending_disconnects, interest_stale, memory_muted, buffered,
+ * reauth_at_ms, metrics, idle, now_ns, os_selector, epoll_fd, wakeup_fd, poll_channel, drain_wakeup,
+ * close_oldest, max_select_timeout_ms), made by the Selector itself (Selector.compiled_poll) with the containers it
+ * keeps for its life (never replaced: read here, changed only by the Selector's methods); ``selector`` is held by a
+ * weak reference (the Selector holds the path: no cycle). handoff: the selector's GilHandoff or None.
+ *
+ * poll(timeout_ms): Selector.poll (poll_reference) for a plain int timeout_ms >= 0 on a selector not closed, with no
+ * pending disconnects, no channel whose interest is stale, none muted for memory, none with bytes buffered and not
+ * nonblocking: the last poll's results replaced by new containers where they have entries (the pending completed
+ * sends become the completed sends), the wait (handoff.select(epoll_fd, keys, timeout, wakeup_fd, requests sent -
+ * responses received) with a GilHandoff, else os_selector.select(timeout / 1000.0 or 0)) for timeout_ms, 0 when sends
+ * completed at send time, at most max_select_timeout_ms; the metrics' select count and times from now_ns(); each
+ * event's channel, still open, through poll_channel(selector, channel, mask, end_select_ns) and the wake-up's through
+ * drain_wakeup(selector); close_oldest(selector, end_io_ns) once the idle expiry's next_check_ns has come; the
+ * POLL_* bits of the results (1 sends, 2 receives, 4 disconnects, 8 connects, 16 re-authentications scheduled).
+ * Anything else is poll_reference(selector, timeout_ms), nothing changed before it. */
+
+enum {
+    SPL_CLOSED, SPL_NONBLOCKING, SPL_PENDING_COMPLETED_SENDS, SPL_POLLED_SENDS, SPL_POLLED_RECEIVES,
+    SPL_POLLED_DISCONNECTS, SPL_POLLED_CONNECTS, SPL_REQUESTS_SENT_TOTAL, SPL_RESPONSES_RECEIVED_TOTAL,
+    SPL_SELECT_TOTAL, SPL_SELECT_TIME_NS_TOTAL, SPL_IO_TIME_NS_TOTAL, SPL_NEXT_CHECK_NS, SPL_SELECT, SPL_ID, SPL_DATA,
+    SPL_COUNT
+};
+static const char *const spl_attr_names[SPL_COUNT] = {
+    "closed", "nonblocking", "pending_completed_sends", "polled_sends", "polled_receives", "polled_disconnects",
+    "polled_connects", "requests_sent_total", "responses_received_total", "select_total", "select_time_ns_total",
+    "io_time_ns_total", "next_check_ns", "select", "id", "data",
+};
+static PyObject *spl_attr[SPL_COUNT];
+static slot_cache spl_cache[SPL_COUNT];
+static PyObject *spl_thousand, *spl_one;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *selector; /* weakref to the Selector */
+    PyObject *poll_reference, *channels, *keys, *pending_disconnects, *interest_stale, *memory_muted, *buffered;
+    PyObject *reauth_at_ms, *metrics, *idle, *now_ns, *os_selector, *epoll_fd, *wakeup_fd, *poll_channel;
+    PyObject *drain_wakeup, *close_oldest, *handoff;
+    long long max_select_timeout_ms;
+} SelectorPollObject;
+
+static PyTypeObject SelectorPollType;
+
+/* 0, or -1 with an exception */
+static int spl_names(void)
+{
+    if (spl_thousand != NULL)
+        return 0;
+    for (int i = 0; i < SPL_COUNT; i++)
+        if ((spl_attr[i] = PyUnicode_InternFromString(spl_attr_names[i])) == NULL)
+            return -1;
+    if ((spl_one = PyLong_FromLong(1)) == NULL)
+        return -1;
+    return (spl_thousand = PyFloat_FromDouble(1000.0)) == NULL ? -1 : 0;
+}
+
+static inline PyObject *spl_get(PyObject *obj, int a)
+{
+    return cached_get(obj, spl_attr[a], &spl_cache[a]);
+}
+
+static inline int spl_set(PyObject *obj, int a, PyObject *v)
+{
+    return cached_set(obj, spl_attr[a], &spl_cache[a], v);
+}
+
+/* len(obj.a) != 0 for a list or dict attribute: 1, 0, or -1 with an exception (another type: its truth) */
+static int spl_has_entries(PyObject *obj, int a)
+{
+    return take_truth(spl_get(obj, a));
+}
+
+/* obj.a = obj.a + delta for an int attribute (the metrics): 0, or -1 with an exception */
+static int spl_add(PyObject *obj, int a, PyObject *delta)
+{
+    PyObject *v = spl_get(obj, a);
+    if (v == NULL)
+        return -1;
+    PyObject *sum = PyNumber_Add(v, delta);
+    Py_DECREF(v);
+    if (sum == NULL)
+        return -1;
+    int r = spl_set(obj, a, sum);
+    Py_DECREF(sum);
+    return r;
+}
+
+/* now_ns() (new reference), NULL with an exception */
+static inline PyObject *spl_now(SelectorPollObject *self)
+{
+    return PyObject_CallNoArgs(self->now_ns);
+}
+
+/* obj.a replaced by a new empty container (``make``: PyList_New-like) when it has entries: 0, or -1 */
+static int spl_renew(PyObject *obj, int a, int dict)
+{
+    int has = spl_has_entries(obj, a);
+    if (has <= 0)
+        return has;
+    PyObject *fresh = dict ? PyDict_New() : PyList_New(0);
+    if (fresh == NULL)
+        return -1;
+    int r = spl_set(obj, a, fresh);
+    Py_DECREF(fresh);
+    return r;
+}
+
+/* Whether poll(timeout_ms) is the common case: 1, 0 (the reference's), or -1 with an exception. Changes nothing. */
+static int spl_common(SelectorPollObject *self, PyObject *selector, PyObject *timeout_ms, int64_t *timeout)
+{
+    if (!compact_int(timeout_ms, timeout) || *timeout < 0)
+        return 0;
+    if (PyDict_GET_SIZE(self->pending_disconnects) != 0 || PySet_GET_SIZE(self->interest_stale) != 0
+        || PyDict_GET_SIZE(self->memory_muted) != 0 || PySet_GET_SIZE(self->buffered) != 0)
+        return 0;
+    int closed = take_truth(spl_get(selector, SPL_CLOSED));
+    if (closed != 0)
+        return closed < 0 ? -1 : 0;
+    int nonblocking = take_truth(spl_get(selector, SPL_NONBLOCKING));
+    return nonblocking < 0 ? -1 : !nonblocking;
+}
+
+/* The wait: the (key, mask) events (new reference), NULL with an exception */
+static PyObject *spl_wait(SelectorPollObject *self, int64_t timeout)
+{
+    if (self->handoff != Py_None) {
+        PyObject *sent = spl_get(self->metrics, SPL_REQUESTS_SENT_TOTAL);
+        PyObject *received = sent == NULL ? NULL : spl_get(self->metrics, SPL_RESPONSES_RECEIVED_TOTAL);
+        PyObject *in_flight = received == NULL ? NULL : PyNumber_Subtract(sent, received);
+        Py_XDECREF(sent);
+        Py_XDECREF(received);
+        PyObject *t = in_flight == NULL ? NULL : PyLong_FromLongLong(timeout);
+        if (t == NULL) {
+            Py_XDECREF(in_flight);
+            return NULL;
+        }
+        PyObject *call[6] = {self->handoff, self->epoll_fd, self->keys, t, self->wakeup_fd, in_flight};
+        PyObject *events;
+#ifdef GIL_HANDOFF
+        if (Py_IS_TYPE(self->handoff, &HandoffType))
+            events = handoff_select(self->handoff, call + 1, 5);
+        else
+#endif
+            events = PyObject_VectorcallMethod(spl_attr[SPL_SELECT], call, 6 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        Py_DECREF(t);
+        Py_DECREF(in_flight);
+        return events;
+    }
+    PyObject *seconds;
+    if (timeout > 0) {
+        PyObject *t = PyLong_FromLongLong(timeout);
+        seconds = t == NULL ? NULL : PyNumber_TrueDivide(t, spl_thousand);
+        Py_XDECREF(t);
+    } else
+        seconds = PyLong_FromLong(0);
+    if (seconds == NULL)
+        return NULL;
+    PyObject *call[2] = {self->os_selector, seconds};
+    PyObject *events = PyObject_VectorcallMethod(spl_attr[SPL_SELECT], call, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    Py_DECREF(seconds);
+    return events;
+}
+
+/* Each event's channel through poll_channel, the wake-up's through drain_wakeup: 0, or -1 with an exception */
+static int spl_events(SelectorPollObject *self, PyObject *selector, PyObject *events, PyObject *end_select)
+{
+    PyObject *seq = PySequence_Fast(events, "the selector's events are not a sequence");
+    if (seq == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *event = PySequence_Fast_GET_ITEM(seq, i), *key, *mask;
+        if (PyTuple_CheckExact(event) && PyTuple_GET_SIZE(event) == 2) {
+            key = PyTuple_GET_ITEM(event, 0);
+            mask = PyTuple_GET_ITEM(event, 1);
+        } else {
+            PyErr_SetString(PyExc_TypeError, "a selector event is not a (key, mask) pair");
+            goto fail;
+        }
+        /* key.data (a SelectorKey: a named tuple, data its fourth field) */
+        PyObject *channel = PyTuple_CheckExact(key) || !PyTuple_Check(key) || PyTuple_GET_SIZE(key) != 4
+                            ? spl_get(key, SPL_DATA) : Py_NewRef(PyTuple_GET_ITEM(key, 3));
+        if (channel == NULL)
+            goto fail;
+        PyObject *r;
+        if (channel == Py_None) {
+            Py_DECREF(channel);
+            r = PyObject_CallOneArg(self->drain_wakeup, selector);
+        } else {
+            PyObject *id = spl_get(channel, SPL_ID);
+            if (id == NULL) {
+                Py_DECREF(channel);
+                goto fail;
+            }
+            PyObject *open = PyDict_GetItemWithError(self->channels, id); /* borrowed */
+            Py_DECREF(id);
+            if (open != channel) { /* closed (or replaced) by an earlier event's handling */
+                Py_DECREF(channel);
+                if (PyErr_Occurred())
+                    goto fail;
+                continue;
+            }
+            PyObject *call[4] = {selector, channel, mask, end_select};
+            r = PyObject_Vectorcall(self->poll_channel, call, 4, NULL);
+            Py_DECREF(channel);
+        }
+        if (r == NULL)
+            goto fail;
+        Py_DECREF(r);
+    }
+    Py_DECREF(seq);
+    return 0;
+fail:
+    Py_DECREF(seq);
+    return -1;
+}
+
+/* The POLL_* bits of the results (new reference), NULL with an exception */
+static PyObject *spl_bits(SelectorPollObject *self, PyObject *selector)
+{
+    static const int which[4] = {SPL_POLLED_SENDS, SPL_POLLED_RECEIVES, SPL_POLLED_DISCONNECTS, SPL_POLLED_CONNECTS};
+    long bits = 0;
+    for (int i = 0; i < 4; i++) {
+        int has = spl_has_entries(selector, which[i]);
+        if (has < 0)
+            return NULL;
+        if (has)
+            bits |= 1L << i;
+    }
+    int scheduled = PyObject_IsTrue(self->reauth_at_ms);
+    if (scheduled < 0)
+        return NULL;
+    return PyLong_FromLong(bits | (scheduled ? 16 : 0));
+}
+
+/* The common poll after its checks: the bits (new reference), NULL with an exception */
+static PyObject *spl_poll_common(SelectorPollObject *self, PyObject *selector, int64_t timeout)
+{
+    /* this poll's results in new containers where the last poll's has entries */
+    PyObject *pending = spl_get(selector, SPL_PENDING_COMPLETED_SENDS);
+    if (pending == NULL)
+        return NULL;
+    int has = PyObject_IsTrue(pending);
+    if (has > 0) {
+        PyObject *fresh = PyList_New(0);
+        has = fresh == NULL || spl_set(selector, SPL_POLLED_SENDS, pending) < 0
+              || spl_set(selector, SPL_PENDING_COMPLETED_SENDS, fresh) < 0 ? -1 : 1;
+        Py_XDECREF(fresh);
+    } else if (has == 0)
+        has = spl_renew(selector, SPL_POLLED_SENDS, 0) < 0 ? -1 : 0;
+    Py_DECREF(pending);
+    if (has < 0 || spl_renew(selector, SPL_POLLED_RECEIVES, 0) < 0 || spl_renew(selector, SPL_POLLED_DISCONNECTS, 1) < 0
+        || spl_renew(selector, SPL_POLLED_CONNECTS, 0) < 0)
+        return NULL;
+    if (has) /* (the disconnects are none: no pending ones, and the last poll's were replaced) */
+        timeout = 0;
+    PyObject *start = spl_now(self), *events = NULL, *end_select = NULL, *end_io = NULL, *d = NULL;
+    if (start == NULL)
+        return NULL;
+    if (timeout > self->max_select_timeout_ms)
+        timeout = self->max_select_timeout_ms;
+    if ((events = spl_wait(self, timeout)) == NULL || (end_select = spl_now(self)) == NULL)
+        goto fail;
+    if (spl_add(self->metrics, SPL_SELECT_TOTAL, spl_one) < 0 || (d = PyNumber_Subtract(end_select, start)) == NULL
+        || spl_add(self->metrics, SPL_SELECT_TIME_NS_TOTAL, d) < 0)
+        goto fail;
+    Py_CLEAR(d);
+    if (spl_events(self, selector, events, end_select) < 0 || (end_io = spl_now(self)) == NULL
+        || (d = PyNumber_Subtract(end_io, end_select)) == NULL || spl_add(self->metrics, SPL_IO_TIME_NS_TOTAL, d) < 0)
+        goto fail;
+    Py_CLEAR(d);
+    if (self->idle != Py_None) { /* (no call before a connection may have expired) */
+        PyObject *next_check = spl_get(self->idle, SPL_NEXT_CHECK_NS);
+        int due = next_check == NULL ? -1 : PyObject_RichCompareBool(end_io, next_check, Py_GE);
+        Py_XDECREF(next_check);
+        if (due < 0)
+            goto fail;
+        if (due) {
+            PyObject *call[2] = {selector, end_io};
+            PyObject *r = PyObject_Vectorcall(self->close_oldest, call, 2, NULL);
+            if (r == NULL)
+                goto fail;
+            Py_DECREF(r);
+        }
+    }
+    Py_DECREF(start);
+    Py_DECREF(events);
+    Py_DECREF(end_select);
+    Py_DECREF(end_io);
+    return spl_bits(self, selector);
+fail:
+    Py_XDECREF(start);
+    Py_XDECREF(events);
+    Py_XDECREF(end_select);
+    Py_XDECREF(end_io);
+    Py_XDECREF(d);
+    return NULL;
+}
+
+static PyObject *spl_poll(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    SelectorPollObject *self = (SelectorPollObject *)op;
+    PyObject *selector = PyWeakref_GetObject(self->selector);
+    if (selector == NULL)
+        return NULL;
+    if (selector == Py_None) {
+        PyErr_SetString(PyExc_ReferenceError, "the Selector of this SelectorPoll is gone");
+        return NULL;
+    }
+    Py_INCREF(selector);
+    int64_t timeout = 0;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    int common = nargs == 1 && kwnames == NULL ? spl_common(self, selector, args[0], &timeout) : 0;
+    PyObject *r = NULL;
+    if (common > 0)
+        r = spl_poll_common(self, selector, timeout);
+    else if (common == 0) {
+        /* the reference: Selector.poll(selector, *args, **kwargs) */
+        Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+        PyObject *small[4], **call = small;
+        if (1 + nargs + nkw > 4 && (call = PyMem_Malloc((size_t)(1 + nargs + nkw) * sizeof(PyObject *))) == NULL)
+            PyErr_NoMemory();
+        else {
+            call[0] = selector;
+            for (Py_ssize_t i = 0; i < nargs + nkw; i++)
+                call[1 + i] = args[i];
+            r = PyObject_Vectorcall(self->poll_reference, call, (size_t)(1 + nargs), kwnames);
+            if (call != small)
+                PyMem_Free(call);
+        }
+    }
+    Py_DECREF(selector);
+    return r;
+}
+
+static PyObject *spl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *selector, *poll_reference, *channels, *keys, *pending_disconnects, *interest_stale, *memory_muted;
+    PyObject *buffered, *reauth_at_ms, *metrics, *idle, *now_ns, *os_selector, *epoll_fd, *wakeup_fd, *poll_channel;
+    PyObject *drain_wakeup, *close_oldest;
+    long long max_select_timeout_ms;
+    static char *kwlist[] = {"selector", "poll_reference", "channels", "keys", "pending_disconnects", "interest_stale",
+                             "memory_muted", "buffered", "reauth_at_ms", "metrics", "idle", "now_ns", "os_selector",
+                             "epoll_fd", "wakeup_fd", "poll_channel", "drain_wakeup", "close_oldest",
+                             "max_select_timeout_ms", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!O!O!O!O!O!OOOOOOOOOOL:SelectorPoll", kwlist, &selector,
+                                     &poll_reference, &PyDict_Type, &channels, &PyDict_Type, &keys, &PyDict_Type,
+                                     &pending_disconnects, &PySet_Type, &interest_stale, &PyDict_Type, &memory_muted,
+                                     &PySet_Type, &buffered, &reauth_at_ms, &metrics, &idle, &now_ns, &os_selector,
+                                     &epoll_fd, &wakeup_fd, &poll_channel, &drain_wakeup, &close_oldest,
+                                     &max_select_timeout_ms))
+        return NULL;
+    if (spl_names() < 0)
+        return NULL;
+    PyObject *weak = PyWeakref_NewRef(selector, NULL);
+    if (weak == NULL)
+        return NULL;
+    SelectorPollObject *self = (SelectorPollObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        Py_DECREF(weak);
+        return NULL;
+    }
+    self->selector = weak;
+    self->poll_reference = Py_NewRef(poll_reference);
+    self->channels = Py_NewRef(channels);
+    self->keys = Py_NewRef(keys);
+    self->pending_disconnects = Py_NewRef(pending_disconnects);
+    self->interest_stale = Py_NewRef(interest_stale);
+    self->memory_muted = Py_NewRef(memory_muted);
+    self->buffered = Py_NewRef(buffered);
+    self->reauth_at_ms = Py_NewRef(reauth_at_ms);
+    self->metrics = Py_NewRef(metrics);
+    self->idle = Py_NewRef(idle);
+    self->now_ns = Py_NewRef(now_ns);
+    self->os_selector = Py_NewRef(os_selector);
+    self->epoll_fd = Py_NewRef(epoll_fd);
+    self->wakeup_fd = Py_NewRef(wakeup_fd);
+    self->poll_channel = Py_NewRef(poll_channel);
+    self->drain_wakeup = Py_NewRef(drain_wakeup);
+    self->close_oldest = Py_NewRef(close_oldest);
+    self->handoff = Py_NewRef(Py_None);
+    self->max_select_timeout_ms = max_select_timeout_ms;
+    return (PyObject *)self;
+}
+
+#define SPL_FIELDS(X) X(selector) X(poll_reference) X(channels) X(keys) X(pending_disconnects) X(interest_stale) \
+    X(memory_muted) X(buffered) X(reauth_at_ms) X(metrics) X(idle) X(now_ns) X(os_selector) X(epoll_fd) X(wakeup_fd) \
+    X(poll_channel) X(drain_wakeup) X(close_oldest) X(handoff)
+
+static int spl_traverse(SelectorPollObject *self, visitproc visit, void *arg)
+{
+#define SPL_VISIT(f) Py_VISIT(self->f);
+    SPL_FIELDS(SPL_VISIT)
+#undef SPL_VISIT
+    return 0;
+}
+
+static int spl_clear(SelectorPollObject *self)
+{
+#define SPL_CLEAR(f) Py_CLEAR(self->f);
+    SPL_FIELDS(SPL_CLEAR)
+#undef SPL_CLEAR
+    return 0;
+}
+
+static void spl_dealloc(SelectorPollObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    spl_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *spl_get_handoff(SelectorPollObject *self, void *closure)
+{
+    return Py_NewRef(self->handoff != NULL ? self->handoff : Py_None);
+}
+
+static int spl_set_handoff(SelectorPollObject *self, PyObject *value, void *closure)
+{
+    if (value == NULL) {
+        PyErr_SetString(PyExc_TypeError, "handoff cannot be deleted");
+        return -1;
+    }
+    Py_XSETREF(self->handoff, Py_NewRef(value));
+    return 0;
+}
+
+static PyMethodDef spl_methods[] = {
+    {"poll", (PyCFunction)(void (*)(void))spl_poll, METH_FASTCALL | METH_KEYWORDS,
+     "poll(timeout_ms): Selector.poll (its common case here, the rest through poll_reference)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef spl_getset[] = {
+    {"handoff", (getter)spl_get_handoff, (setter)spl_set_handoff,
+     "the selector's GilHandoff, whose select is the wait (None: the OS selector's select)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject SelectorPollType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pykafka_client.protocol.records._kernel.SelectorPoll",
+    .tp_basicsize = sizeof(SelectorPollObject),
+    .tp_dealloc = (destructor)spl_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = PyDoc_STR("SelectorPoll(selector, poll_reference, channels, keys, pending_disconnects, interest_stale, "
+                        "memory_muted, buffered, reauth_at_ms, metrics, idle, now_ns, os_selector, epoll_fd, "
+                        "wakeup_fd, poll_channel, drain_wakeup, close_oldest, max_select_timeout_ms): a client "
+                        "Selector's common poll in one call (reference: Selector.poll)"),
+    .tp_traverse = (traverseproc)spl_traverse,
+    .tp_clear = (inquiry)spl_clear,
+    .tp_methods = spl_methods,
+    .tp_getset = spl_getset,
+    .tp_new = spl_new,
 };
