@@ -50,9 +50,9 @@ from pykafka_client.errors import (
 )
 from pykafka_client.network.api_versions import ApiVersions, should_client_throttle
 from pykafka_client.network.api_versions_handshake import ApiVersionsHandshake, Outcome, decode_response
+from pykafka_client.network.client_poll_state import ClientPollState, PollState
 from pykafka_client.network.client_request import ClientRequest, RequestBody, RequestCompletionHandler
 from pykafka_client.network.client_response import ClientResponse, RequestHeaderInfo
-from pykafka_client.network.client_poll_state import ClientPollState, PollState
 from pykafka_client.network.client_send_state import MAX_VERSIONS_CHOSEN, ClientSendState, SendState
 from pykafka_client.network.cluster_connection_states import (
     MAX_DELAY_MS,
