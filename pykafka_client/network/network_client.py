@@ -50,6 +50,7 @@ from pykafka_client.errors import (
 )
 from pykafka_client.network.api_versions import ApiVersions, should_client_throttle
 from pykafka_client.network.api_versions_handshake import ApiVersionsHandshake, Outcome, decode_response
+from pykafka_client.network.client_poll_state import ClientPollState, PollState
 from pykafka_client.network.client_request import ClientRequest, RequestBody, RequestCompletionHandler
 from pykafka_client.network.client_response import ClientResponse, RequestHeaderInfo
 from pykafka_client.network.client_send_state import MAX_VERSIONS_CHOSEN, ClientSendState, SendState
@@ -144,6 +145,18 @@ _new_in_flight_request = positional_new(InFlightRequest)
 _new_client_response = positional_new(ClientResponse)
 
 
+def report_poll_error(error: OSError) -> None:
+    """A selector's poll raised ``error``: logged, and the poll goes on as if every result had entries (the reference
+    poll's and the kernel's ClientPollPath's)."""
+    log.error("unexpected error while polling the network, polling goes on: %s", describe_error(error))
+
+
+def report_callback_error(error: Exception) -> None:
+    """A request's completion callback raised ``error``: logged with its traceback, the other callbacks run (the
+    reference poll's and the kernel's ClientPollPath's)."""
+    log.error("uncaught error in request completion", exc_info=error)
+
+
 def _add_to(ids: set[str] | None, node_id: str) -> set[str]:
     """``ids`` with ``node_id`` added (a new set when None)."""
     if ids is None:
@@ -222,14 +235,9 @@ class NetworkClient(ConnectionFailures):
         self.api_versions = api_versions if api_versions is not None else ApiVersions()
         self.metadata_recovery_strategy = MetadataRecoveryStrategy(metadata_recovery_strategy)
         self.rebootstrap_trigger_ms = metadata_recovery_rebootstrap_trigger_ms
-        self._aborted_sends: list[ClientResponse] = []
-        # True once a request that expects no response (acks=0) was sent: only then can a completed send complete
-        # a request (a producer with acks=1 or all, and a consumer, never have one: no look at each completed send)
-        self._fire_and_forget_sent = False
-        # False while no connection can be waiting for its ApiVersions request (a node connected since sets it) and
-        # while none is being set up (a connect begun since sets it): the poll asks neither then
-        self._handshakes_may_be_due = False
-        self._may_be_connecting = False
+        #: the aborted sends and the poll's flags (:class:`ClientPollState`, or the kernel's ClientPollPath, which is then
+        #: also this client's poll: :meth:`_new_poll_state`, once the client is built)
+        self.poll_state: PollState = ClientPollState()
         self._handshake = ApiVersionsHandshake()
         codecs = compiled_codecs()
         compiled_send = getattr(selector, "compiled_send", None)
@@ -258,6 +266,7 @@ class NetworkClient(ConnectionFailures):
                 metadata, self, request_timeout_ms, reconnect_backoff_ms, self.metadata_recovery_strategy
             )
         self.metadata_updater = metadata_updater
+        self.poll_state = self._new_poll_state()
 
     def _new_compiled_can_send(self) -> Callable[[InFlightRequestsApi, str, int], bool] | None:
         """The kernel's ``SendReadiness.can_send`` over this client's connection states and its Selector's open channels
@@ -302,6 +311,30 @@ class NetworkClient(ConnectionFailures):
         self.send = path.send  # type: ignore[attr-defined,method-assign]  # the compiled send, its reference _do_send
         self.new_client_request = path.new_client_request  # type: ignore[attr-defined,method-assign]  # (its reference the method)
         self.poll_delay_ms = path.poll_delay_ms  # type: ignore[attr-defined,method-assign]  # (its reference the method)
+        return path
+
+    def _new_poll_state(self) -> PollState:
+        """The kernel's ClientPollPath when the kernel is on and this class's poll, complete_poll and
+        _handle_completed_receives are NetworkClient's: this client's poll is then the path's (an instance attribute:
+        its common case in one call, the rest through the methods, the reference); else the reference state."""
+        kernel = _native.kernel
+        if (
+            kernel is None
+            or type(self).poll is not NetworkClient.poll
+            or type(self).complete_poll is not NetworkClient.complete_poll
+            or type(self)._handle_completed_receives is not NetworkClient._handle_completed_receives
+        ):
+            return ClientPollState()
+        # the selector's compiled poll (a real Selector's, the kernel's SelectorPoll), else its poll method
+        compiled_poll = getattr(self.selector, "compiled_poll", None)
+        path: PollState = kernel.ClientPollPath(
+            self, NetworkClient.poll, NetworkClient.complete_poll, NetworkClient._handle_completed_receives,
+            self._paths.clock_ns, self._paths.decoders, _new_client_response, POLL_COMPLETED_SENDS,
+            POLL_COMPLETED_RECEIVES, POLL_ALL, _REBOOTSTRAP,
+            report_poll_error, report_callback_error, compiled_poll() if compiled_poll is not None else None,
+        )
+        # (the path holds this client weakly: no cycle through this bound method of it)
+        self.poll = path.poll  # type: ignore[attr-defined,method-assign]  # the compiled poll, its reference the method
         return path
 
     # --- connection management -----------------------------------------------------------------
@@ -383,7 +416,7 @@ class NetworkClient(ConnectionFailures):
         self.send_state.ready_node = None
         self._node_host_ports[node_id] = f"{node.host}:{node.port}"
         resolved: str | None = None
-        self._may_be_connecting = True
+        self.poll_state.may_be_connecting = True
         try:
             self.connection_states.connecting(node_id, now_ms, node.host)
             address = self.connection_states.current_address(node_id)
@@ -441,7 +474,7 @@ class NetworkClient(ConnectionFailures):
         self.send_state.ready_node = None
         self.selector.close_channel(node_id)
         now = self.time.hi_res_clock_ms()
-        self._cancel_in_flight_requests(node_id, now, self._aborted_sends, timed_out=False)
+        self._cancel_in_flight_requests(node_id, now, self.poll_state.aborted_sends, timed_out=False)
         self.connection_states.disconnected(node_id, now)
         self._forget_versions(node_id)
 
@@ -618,7 +651,7 @@ class NetworkClient(ConnectionFailures):
             0,
         )
         if not expect_response:
-            self._fire_and_forget_sent = True
+            self.poll_state.fire_and_forget_sent = True
         # (send.extra stays unset: send -> in_flight -> send would be a cycle holding the request's record batches
         # until a full collection after the response, not freed as the response is handled)
         compiled_send = self._paths.send
@@ -657,7 +690,7 @@ class NetworkClient(ConnectionFailures):
             request.make_header(header_version), request.callback, node_id, now_ms, now_ms, version_mismatch=error
         )
         if not is_internal:
-            self._aborted_sends.append(response)
+            self.poll_state.aborted_sends.append(response)
         elif request.api_key == ApiKey.METADATA:
             self.metadata_updater.handle_failed_request(now_ms, error)
 
@@ -673,15 +706,15 @@ class NetworkClient(ConnectionFailures):
         """Do I/O for at most ``timeout_ms`` and return the requests that completed."""
         if self._state is not _ACTIVE:
             self._ensure_active()
-        if self._aborted_sends:
+        state = self.poll_state
+        if state.aborted_sends:
             # Version mismatches and client disconnects: complete at once, no network wait.
-            responses, self._aborted_sends = self._aborted_sends, []
+            responses, state.aborted_sends = state.aborted_sends, []
         else:
             responses = []
             updater = self.metadata_updater
-            deadline = updater.update_deadline
             # (before the updater's deadline maybe_update() would do nothing and return the time to it: no call)
-            no_update_before_ms = deadline.no_update_before_ms
+            no_update_before_ms = updater.update_deadline.no_update_before_ms
             if now_ms < no_update_before_ms:
                 metadata_timeout = no_update_before_ms - now_ms
             else:
@@ -702,60 +735,71 @@ class NetworkClient(ConnectionFailures):
                     timeout_ms = self.default_request_timeout_ms
                 results = selector.poll(timeout_ms if timeout_ms > 0 else 0)
             except OSError as e:
-                log.error("unexpected error while polling the network, polling goes on: %s", describe_error(e))
+                report_poll_error(e)
                 results = POLL_ALL
-            updated_now = self._paths.clock_ns() // 1_000_000  # time.hi_res_clock_ms(), without its frame
-            # each handler only when its selector result has entries (the poll says which: no call for the empty ones)
-            # a completed send completes a request only if it expects no response: none does unless one was sent
-            if results & POLL_COMPLETED_SENDS and self._fire_and_forget_sent:
-                self._handle_completed_sends(selector.completed_sends(), responses, updated_now)
-            if results & POLL_COMPLETED_RECEIVES:
-                # the answers a compiled decoder takes (unthrottled) in one step of the in-flight requests (the kernel's);
-                # the rest (all of them with the reference InFlightRequests) through the reference
-                receives = selector.completed_receives()
-                left = self.in_flight_requests.complete_receives(
-                    receives, responses, updated_now, self._paths.decoders, _new_client_response
-                )
-                if left is not None:
-                    self._handle_completed_receives(receives, responses, updated_now, left)
-            if results & POLL_DISCONNECTED:
-                self._handle_disconnections(responses, updated_now)
-            if results & POLL_CONNECTED:
-                self._handle_connections()
-            # a connection waits for its ApiVersions request, a connection is being set up: asked only after this
-            # client connected (or began to connect) somewhere since the last poll that found none (no call per poll)
-            if self._handshakes_may_be_due:
-                if self._handshake.has_due():
-                    self._handle_initiate_api_version_requests(updated_now)
-                self._handshakes_may_be_due = self._handshake.has_due()
-            if self._may_be_connecting:
-                if self.connection_states.has_connecting_nodes():
-                    self._handle_timed_out_connections(responses, updated_now)
-                self._may_be_connecting = self.connection_states.has_connecting_nodes()
-            in_flight = self.in_flight_requests
-            if updated_now > in_flight.no_timeout_until_ms:  # (no call while no request can have timed out)
-                timed_out = in_flight.nodes_with_timed_out_requests(updated_now)
-                if timed_out:
-                    self._handle_timed_out_requests(timed_out, responses, updated_now)
-            # (no rebootstrap before the deadline, read again: the responses handled may have moved it)
-            if (
-                self.metadata_recovery_strategy is _REBOOTSTRAP
-                and updated_now >= deadline.no_update_before_ms
-                and updater.needs_rebootstrap(updated_now, self.rebootstrap_trigger_ms)
-            ):
-                self._rebootstrap(responses, updated_now)
-            if results & POLL_REAUTHENTICATION_SCHEDULED and selector.reauthentication_delay_ms() == 0:
-                # before the callbacks send the next requests (a consumer's next fetch would keep it busy forever)
-                self._maybe_begin_reauthentications()
+            # time.hi_res_clock_ms(), without its frame
+            self.complete_poll(results, responses, self._paths.clock_ns() // 1_000_000)
         self.send_state.ready_node = None  # the poll changed what is_ready() found (the callbacks' sends ask again)
         for response in responses:  # (inlined: once per poll)
             callback = response.callback  # response.on_complete(), one call less per response
             try:
                 if callback is not None:
                     callback(response)
-            except Exception:
-                log.exception("uncaught error in request completion")
+            except Exception as e:
+                report_callback_error(e)
         return responses
+
+    def complete_poll(self, results: int, responses: list[ClientResponse], now_ms: int) -> None:
+        """What :meth:`poll` does after the selector's poll, whose ``POLL_*`` bits are ``results``, at ``now_ms``: the
+        requests completed (appended to ``responses``) by completed sends and receives, disconnects and timeouts; new
+        connections and their handshakes; rebootstrap; re-authentications. The kernel's poll (``ClientPollPath``) calls
+        it for what is not its common case, with the bits of the completed sends and receives cleared once it handled
+        those."""
+        selector = self.selector
+        state = self.poll_state
+        # each handler only when its selector result has entries (the poll says which: no call for the empty ones)
+        # a completed send completes a request only if it expects no response: none does unless one was sent
+        if results & POLL_COMPLETED_SENDS and state.fire_and_forget_sent:
+            self._handle_completed_sends(selector.completed_sends(), responses, now_ms)
+        if results & POLL_COMPLETED_RECEIVES:
+            # the answers a compiled decoder takes (unthrottled) in one step of the in-flight requests (the kernel's);
+            # the rest (all of them with the reference InFlightRequests) through the reference
+            receives = selector.completed_receives()
+            left = self.in_flight_requests.complete_receives(
+                receives, responses, now_ms, self._paths.decoders, _new_client_response
+            )
+            if left is not None:
+                self._handle_completed_receives(receives, responses, now_ms, left)
+        if results & POLL_DISCONNECTED:
+            self._handle_disconnections(responses, now_ms)
+        if results & POLL_CONNECTED:
+            self._handle_connections()
+        # a connection waits for its ApiVersions request, a connection is being set up: asked only after this
+        # client connected (or began to connect) somewhere since the last poll that found none (no call per poll)
+        if state.handshakes_may_be_due:
+            if self._handshake.has_due():
+                self._handle_initiate_api_version_requests(now_ms)
+            state.handshakes_may_be_due = self._handshake.has_due()
+        if state.may_be_connecting:
+            if self.connection_states.has_connecting_nodes():
+                self._handle_timed_out_connections(responses, now_ms)
+            state.may_be_connecting = self.connection_states.has_connecting_nodes()
+        in_flight = self.in_flight_requests
+        if now_ms > in_flight.no_timeout_until_ms:  # (no call while no request can have timed out)
+            timed_out = in_flight.nodes_with_timed_out_requests(now_ms)
+            if timed_out:
+                self._handle_timed_out_requests(timed_out, responses, now_ms)
+        # (no rebootstrap before the deadline, read again: the responses handled may have moved it)
+        updater = self.metadata_updater
+        if (
+            self.metadata_recovery_strategy is _REBOOTSTRAP
+            and now_ms >= updater.update_deadline.no_update_before_ms
+            and updater.needs_rebootstrap(now_ms, self.rebootstrap_trigger_ms)
+        ):
+            self._rebootstrap(responses, now_ms)
+        if results & POLL_REAUTHENTICATION_SCHEDULED and selector.reauthentication_delay_ms() == 0:
+            # before the callbacks send the next requests (a consumer's next fetch would keep it busy forever)
+            self._maybe_begin_reauthentications()
 
     def _maybe_begin_reauthentications(self) -> None:
         """KIP-368: re-authenticate each connection whose SASL session is due, on the same connection, once it has
@@ -859,7 +903,7 @@ class NetworkClient(ConnectionFailures):
     ) -> None:
         node_id = req.destination
         result = self._handshake.on_response(node_id, req.header.api_version, body)
-        self._handshakes_may_be_due = True  # (a retry at another version is due at once)
+        self.poll_state.handshakes_may_be_due = True  # (a retry at another version is due at once)
         if result.outcome is Outcome.DISCONNECT:
             self.selector.close_channel(node_id)
             self._process_disconnection(responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE))
@@ -875,7 +919,7 @@ class NetworkClient(ConnectionFailures):
                 continue
             if self.discover_broker_versions:
                 self._handshake.connected(node_id)
-                self._handshakes_may_be_due = True
+                self.poll_state.handshakes_may_be_due = True
                 log.debug("connected to node %s; fetching API versions", node_id)
             else:
                 self.connection_states.ready(node_id)

@@ -27,7 +27,7 @@ import selectors
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Mapping, cast
+from typing import Mapping, Protocol, cast
 
 from pykafka_client.errors import (
     AuthenticationError,
@@ -110,6 +110,17 @@ class SelectorMetrics:
     io_time_ns_total: int = 0
 
 
+class SelectorPollApi(Protocol):
+    """The kernel's ``SelectorPoll`` (``records/kernel/client_poll.c.h``), a Selector's common poll in one call
+    (:meth:`Selector.compiled_poll`)."""
+
+    #: the selector's GilHandoff, whose select is then the poll's wait (:meth:`Selector.enable_gil_handoff` sets it)
+    handoff: GilHandoffApi | None
+
+    def poll(self, timeout_ms: int, /) -> int:
+        """Reference: :meth:`Selector.poll`."""
+
+
 def _resolve(address: tuple[str, int]) -> tuple[socket.AddressFamily, tuple[str, int] | tuple[str, int, int, int]]:
     host, port = address
     try:
@@ -171,10 +182,12 @@ class Selector:
         #: sends completed at send time (the optimistic write), reported by the next poll: appended to by this
         #: selector's send and the kernel's send of a request (:meth:`compiled_send`), replaced by each poll
         self.pending_completed_sends: list[NetworkSend] = []
-        self._completed_sends: list[NetworkSend] = []
-        self._completed_receives: list[NetworkReceive] = []
-        self._disconnected: dict[str, DisconnectInfo] = {}
-        self._connected: list[str] = []
+        #: the last poll's results, which completed_sends(), completed_receives(), disconnected() and connected()
+        #: return (public for the kernel's poll, :meth:`compiled_poll`, which replaces them as :meth:`poll` does)
+        self.polled_sends: list[NetworkSend] = []
+        self.polled_receives: list[NetworkReceive] = []
+        self.polled_disconnects: dict[str, DisconnectInfo] = {}
+        self.polled_connects: list[str] = []
         #: client SASL channels with a session lifetime: when each is due to re-authenticate (ms), and the
         #: channels re-authenticating now (KIP-368)
         self._reauth_at_ms: dict[str, int] = {}
@@ -191,7 +204,8 @@ class Selector:
         self._keys: dict[int, selectors.SelectorKey] = {}
         wakeup_fd = self._wakeup_r.fileno()
         self._keys[wakeup_fd] = self._selector.register(wakeup_fd, selectors.EVENT_READ, None)
-        self._closed = False
+        #: True once :meth:`close` closed it (read-only to others)
+        self.closed = False
         #: Set by a driver that waits for readiness itself (the async producer's event-loop driver, which
         #: awaits :meth:`fileno` becoming readable): :meth:`poll` then never blocks and records in
         #: :attr:`deferred_timeout_ms` how long it would have waited: 0 when it found a connection's I/O (a
@@ -204,6 +218,8 @@ class Selector:
         #: publishes when this selector's thread wants the GIL back (for the producer's send path)
         self._handoff: GilHandoffApi | None = None
         self._epoll_fd = self._wakeup_fd = -1
+        #: the kernel's SelectorPoll once :meth:`compiled_poll` made one
+        self._poll_path: SelectorPollApi | None = None
 
     # --- connections -----------------------------------------------------------------------------
 
@@ -286,7 +302,7 @@ class Selector:
         self._add_channel(channel)
 
     def _ensure_not_registered(self, connection_id: str) -> None:
-        if self._closed:
+        if self.closed:
             raise IllegalStateError("the selector is closed")
         if connection_id in self._channels:
             raise IllegalStateError(f"There is already a connection for id {connection_id}")
@@ -339,7 +355,7 @@ class Selector:
             self._mute_for_memory(channel)
             self._update_interest(channel)
         else:
-            self._completed_receives.append(taken)
+            self.polled_receives.append(taken)
             self.metrics.responses_received_total += 1
         if not channel.has_bytes_buffered():
             self._buffered.discard(cid)
@@ -413,15 +429,15 @@ class Selector:
         if info is not None:
             if info.remote_address is None:
                 info.remote_address = channel.remote_address
-            self._disconnected[cid] = info
+            self.polled_disconnects[cid] = info
 
     def close(self) -> None:
         """Close every channel (not reported) and the selector itself."""
-        if self._closed:
+        if self.closed:
             return
         for channel in list(self._channels.values()):
             self._close(channel, None)
-        self._closed = True
+        self.closed = True
         self._selector.close()
         self._wakeup_r.close()
         self._wakeup_w.close()
@@ -497,6 +513,32 @@ class Selector:
         )
         send: Callable[[object, object, NetworkSend], None] = channel_send.send
         return send
+
+    def compiled_poll(self) -> Callable[[int], int] | None:
+        """The kernel's poll of this selector (``SelectorPoll.poll``): ``poll(timeout_ms)`` does what :meth:`poll`
+        does, with no Python frame of its own on the common case (no pending disconnects, no channel muted since the
+        last poll, none muted for memory, none with bytes buffered, a blocking poll; each channel's event through
+        ``_poll_channel``, the reference's). None without the kernel, for a selector that is not epoll's or skips waits
+        when buffered, or for a subclass that overrides the poll's methods. The path holds this selector weakly."""
+        kernel = _native.kernel
+        if (
+            kernel is None or not isinstance(self._selector, selectors.EpollSelector) or self._skip_wait_when_buffered
+            or type(self).poll is not Selector.poll or type(self)._poll_channel is not Selector._poll_channel
+            or type(self)._drain_wakeup is not Selector._drain_wakeup
+            or type(self)._maybe_close_oldest_connection is not Selector._maybe_close_oldest_connection
+        ):
+            return None
+        if self._poll_path is None:
+            path: SelectorPollApi = kernel.SelectorPoll(
+                self, Selector.poll, self._channels, self._keys, self._pending_disconnects, self._interest_stale,
+                self._memory_muted, self._buffered, self._reauth_at_ms, self.metrics, self._idle, self._now_ns,
+                self._selector, self._selector.fileno(), self._wakeup_r.fileno(), Selector._poll_channel,
+                Selector._drain_wakeup, Selector._maybe_close_oldest_connection, _MAX_SELECT_TIMEOUT_MS,
+            )
+            path.handoff = self._handoff
+            self._poll_path = path
+        poll: Callable[[int], int] = self._poll_path.poll
+        return poll
 
     #: Queue a send on its channel, which must be ready with no send in progress (the same function as
     #: :meth:`_send`: no call in between; its result is for :meth:`send_completing` only).
@@ -588,6 +630,8 @@ class Selector:
         self._epoll_fd = self._selector.fileno()
         self._wakeup_fd = self._wakeup_r.fileno()
         self._handoff = handoff_type()
+        if self._poll_path is not None:
+            self._poll_path.handoff = self._handoff
         return self._handoff
 
     @property
@@ -631,46 +675,46 @@ class Selector:
     # --- poll ------------------------------------------------------------------------------------
 
     def completed_sends(self) -> list[NetworkSend]:
-        return self._completed_sends
+        return self.polled_sends
 
     def completed_receives(self) -> list[NetworkReceive]:
-        return self._completed_receives
+        return self.polled_receives
 
     def disconnected(self) -> dict[str, DisconnectInfo]:
-        return self._disconnected
+        return self.polled_disconnects
 
     def connected(self) -> list[str]:
-        return self._connected
+        return self.polled_connects
 
     def poll(self, timeout_ms: int) -> int:
         """Do I/O for up to ``timeout_ms`` ms (0 = do not block) and fill the result lists; returns the ``POLL_*``
         bits of those that have entries (:meth:`Selectable.poll`)."""
         if timeout_ms < 0:
             raise IllegalArgumentError("timeout should be >= 0")
-        if self._closed:
+        if self.closed:
             raise IllegalStateError("the selector is closed")
         # this poll's results in new containers where the last poll's has entries (an empty one is this poll's as it
         # is: a poll's results are read before the next poll, as Java's Selector clears its lists)
         if self.pending_completed_sends:
-            self._completed_sends = self.pending_completed_sends
+            self.polled_sends = self.pending_completed_sends
             self.pending_completed_sends = []
-        elif self._completed_sends:
-            self._completed_sends = []
-        if self._completed_receives:
-            self._completed_receives = []
-        if self._disconnected:
-            self._disconnected = {}
-        if self._connected:
-            self._connected = []
+        elif self.polled_sends:
+            self.polled_sends = []
+        if self.polled_receives:
+            self.polled_receives = []
+        if self.polled_disconnects:
+            self.polled_disconnects = {}
+        if self.polled_connects:
+            self.polled_connects = []
         if self._pending_disconnects:
-            self._disconnected.update(self._pending_disconnects)
+            self.polled_disconnects.update(self._pending_disconnects)
             self._pending_disconnects.clear()
         if self._interest_stale:
             self._update_stale_interest()
         if self._memory_muted:
             self._unmute_for_memory()
         buffered = [c for c in self._buffered if not self._channels[c].is_muted()] if self._buffered else _NONE_BUFFERED
-        if buffered or self._disconnected or self._completed_sends:
+        if buffered or self.polled_disconnects or self.polled_sends:
             timeout_ms = 0
         now_ns = self._now_ns
         metrics = self.metrics
@@ -725,16 +769,18 @@ class Selector:
         if idle is not None and end_io_ns >= idle.next_check_ns:  # (no call before a connection may have expired)
             self._maybe_close_oldest_connection(end_io_ns)
         return (
-            (POLL_COMPLETED_SENDS if self._completed_sends else 0)
-            | (POLL_COMPLETED_RECEIVES if self._completed_receives else 0)
-            | (POLL_DISCONNECTED if self._disconnected else 0)
-            | (POLL_CONNECTED if self._connected else 0)
+            (POLL_COMPLETED_SENDS if self.polled_sends else 0)
+            | (POLL_COMPLETED_RECEIVES if self.polled_receives else 0)
+            | (POLL_DISCONNECTED if self.polled_disconnects else 0)
+            | (POLL_CONNECTED if self.polled_connects else 0)
             | (POLL_REAUTHENTICATION_SCHEDULED if self._reauth_at_ms else 0)
         )
 
     def _update_stale_interest(self) -> None:
         channels = self._channels
-        stale, self._interest_stale = self._interest_stale, set()
+        # (the same set kept: the kernel's poll holds it, :meth:`compiled_poll`)
+        stale = self._interest_stale.copy()
+        self._interest_stale.clear()
         for cid in stale:
             channel = channels.get(cid)
             if channel is not None:
@@ -778,7 +824,7 @@ class Selector:
                 channel.finish_connect()
                 self.metrics.connection_creation_total += 1
                 if channel.ready():
-                    self._connected.append(cid)
+                    self.polled_connects.append(cid)
             ready = channel.state is _READY  # (channel.ready(), inlined: once per read)
             if not ready:
                 interest_may_change = True
@@ -792,14 +838,14 @@ class Selector:
                         self._reauthenticating.discard(cid)
                         self.metrics.successful_reauthentication_total += 1
                     elif cid not in self._server_channels:
-                        self._connected.append(cid)
+                        self.polled_connects.append(cid)
             if ready:
                 if (mask & _EVENT_READ or channel.has_bytes_buffered()) and channel.mute_state is _NOT_MUTED:
                     receives, n, more = channel.read_frames(self._max_receives, self._max_read_bytes)
                     metrics = self.metrics
                     metrics.bytes_received_total += n
                     if receives:
-                        self._completed_receives.extend(receives)
+                        self.polled_receives.extend(receives)
                         metrics.responses_received_total += len(receives)
                     if more:
                         self._buffered.add(cid)
@@ -815,7 +861,7 @@ class Selector:
                         done = channel.write()
                         self.metrics.bytes_sent_total += channel.bytes_sent - before
                         if done is not None:
-                            self._completed_sends.append(done)
+                            self.polled_sends.append(done)
                             self.metrics.requests_sent_total += 1
             if interest_may_change:
                 self._update_interest(channel)

@@ -28,7 +28,8 @@
  *   network:  network (per-request objects, a connection's frames), network_memory_pool, client_in_flight (a
  *             client's in-flight requests, InFlightRequests), client_channel_send (a client's send of a request on
  *             its channel, ChannelSend, SendReadiness), client_send_path (a NetworkClient's send-side state with its
- *             ready, poll_delay_ms, new_client_request and send, ClientSendPath);
+ *             ready, poll_delay_ms, new_client_request and send, ClientSendPath), client_poll (a NetworkClient's
+ *             poll state with its common poll in one call, ClientPollPath, and a client Selector's, SelectorPoll);
  *   broker:   broker_produce_request, broker_request_times, broker_produce_response, broker_log_index,
  *             broker_log_append (a segment's append state SegmentTail, the producer state's next-batch check),
  *             broker_log_end (a log's end LogEnd: the LEO, the high watermark, a client's common append in one call),
@@ -93,6 +94,7 @@ static PyObject *py_read_varint = NULL;
 #include "kernel/broker_produce_append.c.h"
 #include "kernel/client_send_path.c.h"
 #include "kernel/producer_append_run.c.h"
+#include "kernel/client_poll.c.h"
 
 /* ---- module ---------------------------------------------------------------------------------------- */
 
@@ -335,6 +337,27 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_INCREF(&CompletionType);
     if (PyModule_AddObject(m, "SenderCompletion", (PyObject *)&CompletionType) < 0) {
         Py_DECREF(&CompletionType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* client_poll.c.h's types */
+    if (PyType_Ready(&ClientPollPathType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&ClientPollPathType);
+    if (PyModule_AddObject(m, "ClientPollPath", (PyObject *)&ClientPollPathType) < 0) {
+        Py_DECREF(&ClientPollPathType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyType_Ready(&SelectorPollType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&SelectorPollType);
+    if (PyModule_AddObject(m, "SelectorPoll", (PyObject *)&SelectorPollType) < 0) {
+        Py_DECREF(&SelectorPollType);
         Py_DECREF(m);
         return NULL;
     }

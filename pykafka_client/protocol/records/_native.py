@@ -289,6 +289,14 @@ class Kernel(Protocol):
     #: new_client_request)``: a NetworkClient's send-side state (reference: ``network.client_send_state.ClientSendState``)
     #: whose ``ready``, ``new_client_request`` and ``send`` are the client's (``NetworkClient._new_send_state``)
     ClientSendPath: Callable[..., Any]
+    # client_poll.c.h
+    #: ``ClientPollPath(client, poll_reference, complete_reference, receives_reference, clock_ns, decoders, ...)``: a
+    #: NetworkClient's poll state (reference: ``network.client_poll_state.ClientPollState``) whose ``poll`` is the
+    #: client's (``NetworkClient._new_poll_state``)
+    ClientPollPath: Callable[..., Any]
+    #: ``SelectorPoll(selector, poll_reference, channels, keys, ...)``: a client Selector's common poll in one call
+    #: (``network.transport.selector.Selector.compiled_poll``)
+    SelectorPoll: Callable[..., Any]
     def index_columns(self, first_width: int, second_width: int, /) -> Any:
         """Reference: ``mini_broker.log.index_columns.IndexColumns(first_width, second_width)``."""
 
