@@ -160,8 +160,8 @@ class World:
             s.fire_and_forget_sent, s.handshakes_may_be_due, s.may_be_connecting,
             self.client.send_state.ready_node,
             [(n.id_string, in_flight.count(n.id_string)) for n in NODES],
-            [self.client.connection_states.node_state(n.id_string) is not None
-             and self.client.connection_states.node_state(n.id_string).state for n in NODES],  # type: ignore[union-attr]
+            [(state := self.client.connection_states.node_state(n.id_string)) is not None and state.state
+             for n in NODES],
             [self.selector.channel(n.id_string) is not None for n in NODES],
             asdict(self.selector.metrics) | {"select_time_ns_total": 0, "io_time_ns_total": 0},
             {k: bytes(v) for k, v in self.received.items()},

@@ -552,9 +552,9 @@ def test_ready_and_drain_read_one_metadata_snapshot_per_iteration() -> None:
         read.append(metadata)
         return drain(metadata, nodes, max_size, now_ms)
 
-    h.metadata.retain_topics_and_fetch_snapshot = fetch_counted  # type: ignore[method-assign]
-    h.accumulator.ready = ready_counted  # type: ignore[method-assign]
-    h.accumulator.drain = drain_counted  # type: ignore[method-assign]
+    h.metadata.retain_topics_and_fetch_snapshot = fetch_counted  # type: ignore[method-assign]  # counted, then the real one
+    h.accumulator.ready = ready_counted  # type: ignore[method-assign]  # counted, then the real one
+    h.accumulator.drain = drain_counted  # type: ignore[method-assign]  # counted, then the real one
     h.run_once()
     assert len(taken) == 1 and read == [taken[0], taken[0]]
     assert len(h.produce_requests()) == 1

@@ -66,7 +66,7 @@ class World:
             {k: (v.state, type(v.exception).__name__) for k, v in s.disconnected().items()},
             list(s.connected()),
             sorted(s.channel_ids()),
-            [(c, None if s.channel(c) is None else (s.channel(c).mute_state, s.channel(c).state)) for c in IDS],  # type: ignore[union-attr]
+            [(c, None if (ch := s.channel(c)) is None else (ch.mute_state, ch.state)) for c in IDS],
             asdict(s.metrics) | {"select_time_ns_total": 0, "io_time_ns_total": 0},
             {k: bytes(v) for k, v in self.received.items()},
             s.has_pending_io(),
@@ -125,7 +125,8 @@ def _apply(w: World, op: tuple[Any, ...]) -> Any:
         return None
     if kind == "send":
         cid = IDS[op[1]]
-        if s.is_channel_ready(cid) and not s.channel(cid).has_send():  # type: ignore[union-attr]
+        channel = s.channel(cid)
+        if s.is_channel_ready(cid) and channel is not None and not channel.has_send():
             s.send(NetworkSend(cid, [b"s" * op[2]], op[2], 0, None))
             return True
         return False
