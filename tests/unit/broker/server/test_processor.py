@@ -124,6 +124,10 @@ class ScriptedSelector:
         if channel is not None:
             channel.close()
 
+    def lowest_priority_channel(self) -> KafkaChannel | None:
+        """As the Selector's with no idle order: the first channel opened."""
+        return next(iter(self.channels.values()), None)
+
     def wakeup(self) -> None: ...
 
     def close(self) -> None:
@@ -148,6 +152,11 @@ class Parser:
         return Request(processor_id, ctx, bytes(payload), len(payload), start_time_ns)
 
     def complete_response_metrics(self, response: Response, now_ns: int) -> None: ...
+
+
+def mute_state_of(channel: KafkaChannel) -> ChannelMuteState:
+    """The channel's mute state, read afresh (each round may move it)."""
+    return channel.mute_state
 
 
 def make() -> tuple[Processor, ScriptedSelector, RequestChannel, ConnectionQuotas]:
@@ -215,12 +224,12 @@ def test_processor_drives_the_channel_mute_state_machine() -> None:
     assert ch.mute_state is ChannelMuteState.NOT_MUTED
     sel.to_receive = [rcv(b"a")]
     step(proc)
-    assert ch.mute_state is ChannelMuteState.MUTED_AND_RESPONSE_PENDING  # muted, then REQUEST_RECEIVED
+    assert mute_state_of(ch) is ChannelMuteState.MUTED_AND_RESPONSE_PENDING  # muted, then REQUEST_RECEIVED
     respond(channel, take(channel), b"A")
     proc._process_new_responses()
-    assert ch.mute_state is ChannelMuteState.MUTED_AND_RESPONSE_PENDING  # queued for writing, not yet sent
+    assert mute_state_of(ch) is ChannelMuteState.MUTED_AND_RESPONSE_PENDING  # queued for writing, not yet sent
     step(proc)  # the send completes: RESPONSE_SENT, then unmute from plain MUTED
-    assert ch.mute_state is ChannelMuteState.NOT_MUTED
+    assert mute_state_of(ch) is ChannelMuteState.NOT_MUTED
 
 
 def test_no_op_response_is_a_response_sent_event() -> None:
