@@ -77,6 +77,24 @@ static inline PyObject *cpp_get(PyObject *obj, int a)
 }
 
 /* v (borrowed) as a plain int fitting 64 bits into *out: 1, or 0 (not such an int; no exception) */
+/* A reference method called with its instance first: reference(instance, *args, **kwargs) (the vectorcall's
+ * arguments as given, kwnames' values after the positional ones). */
+static PyObject *cpl_call_reference(PyObject *reference, PyObject *instance, PyObject *const *args, Py_ssize_t nargs,
+                                    PyObject *kwnames)
+{
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *small[4], **call = small;
+    if (1 + nargs + nkw > 4 && (call = PyMem_Malloc((size_t)(1 + nargs + nkw) * sizeof(PyObject *))) == NULL)
+        return PyErr_NoMemory();
+    call[0] = instance;
+    for (Py_ssize_t i = 0; i < nargs + nkw; i++)
+        call[1 + i] = args[i];
+    PyObject *r = PyObject_Vectorcall(reference, call, (size_t)(1 + nargs), kwnames);
+    if (call != small)
+        PyMem_Free(call);
+    return r;
+}
+
 static int cpp_int(PyObject *v, int64_t *out)
 {
     if (compact_int(v, out))
@@ -354,18 +372,7 @@ static PyObject *cpp_poll(PyObject *op, PyObject *const *args, size_t nargsf, Py
         PyObject *r = NULL;
         if (common == 0) {
             /* the reference: NetworkClient.poll(client, *args, **kwargs) */
-            Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-            PyObject *small[4], **call = small;
-            if (1 + nargs + nkw > 4 && (call = PyMem_Malloc((size_t)(1 + nargs + nkw) * sizeof(PyObject *))) == NULL)
-                PyErr_NoMemory();
-            else {
-                call[0] = client;
-                for (Py_ssize_t i = 0; i < nargs + nkw; i++)
-                    call[1 + i] = args[i];
-                r = PyObject_Vectorcall(self->poll_reference, call, (size_t)(1 + nargs), kwnames);
-                if (call != small)
-                    PyMem_Free(call);
-            }
+            r = cpl_call_reference(self->poll_reference, client, args, nargs, kwnames);
         }
         Py_DECREF(client);
         return r;
@@ -869,18 +876,7 @@ static PyObject *spl_poll(PyObject *op, PyObject *const *args, size_t nargsf, Py
         r = spl_poll_common(self, selector, timeout);
     else if (common == 0) {
         /* the reference: Selector.poll(selector, *args, **kwargs) */
-        Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-        PyObject *small[4], **call = small;
-        if (1 + nargs + nkw > 4 && (call = PyMem_Malloc((size_t)(1 + nargs + nkw) * sizeof(PyObject *))) == NULL)
-            PyErr_NoMemory();
-        else {
-            call[0] = selector;
-            for (Py_ssize_t i = 0; i < nargs + nkw; i++)
-                call[1 + i] = args[i];
-            r = PyObject_Vectorcall(self->poll_reference, call, (size_t)(1 + nargs), kwnames);
-            if (call != small)
-                PyMem_Free(call);
-        }
+        r = cpl_call_reference(self->poll_reference, selector, args, nargs, kwnames);
     }
     Py_DECREF(selector);
     return r;
