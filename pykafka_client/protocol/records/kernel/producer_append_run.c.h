@@ -15,7 +15,7 @@
  *   holds it.
  * Uses: slot_access.c.h (cached_get, cached_set, get_int_attr, compact_int, take_int, take_truth, set_counter),
  * producer_send_batch.c.h (k_append_pending), producer_send_append.c.h (sattr_init, queue_lock_acquire,
- * queue_lock_release: a queue's lock, the waiting count's lock).
+ * queue_lock_release, queue_lock_release_keeping_error: a queue's lock, the waiting count's lock).
  */
 
 /* ---- producer: send_batch's bulk append in one call (RecordAccumulator.try_append_many) ------------------------ */
@@ -404,18 +404,8 @@ static PyObject *ma_vectorcall(PyObject *op, PyObject *const *args, size_t nargs
     result = Py_BuildValue("(LNnOO)", (long long)nxt, outcome, first, size >= limit || nbatches > 1 ? Py_True : Py_False,
                            closed ? Py_True : Py_False);
 done:
-    if (locked) {
-        PyObject *et = NULL, *ev = NULL, *tb = NULL;
-        int had_error = PyErr_Occurred() != NULL;
-        if (had_error)
-            PyErr_Fetch(&et, &ev, &tb);
-        if (queue_lock_release(lock) < 0) {
-            Py_CLEAR(result);
-            Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
-        } else if (had_error) {
-            PyErr_Restore(et, ev, tb);
-        }
-    }
+    if (locked)
+        queue_lock_release_keeping_error(lock, &result);
     Py_XDECREF(partitioner);
     Py_XDECREF(sticky);
     Py_XDECREF(now_sticky);

@@ -128,6 +128,23 @@ static int queue_lock_release(PyObject *lock)
     return 0;
 }
 
+/* lock.release() at the end of a call whose result is *result (NULL with an exception set when it failed): an
+ * exception pending from the call is kept across the release; a release that fails drops *result (its exception
+ * then stands in place of the call's) */
+static void queue_lock_release_keeping_error(PyObject *lock, PyObject **result)
+{
+    PyObject *et = NULL, *ev = NULL, *tb = NULL;
+    int had_error = PyErr_Occurred() != NULL;
+    if (had_error)
+        PyErr_Fetch(&et, &ev, &tb);
+    if (queue_lock_release(lock) < 0) {
+        Py_CLEAR(*result);
+        Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
+    } else if (had_error) {
+        PyErr_Restore(et, ev, tb);
+    }
+}
+
 PyDoc_STRVAR(send_append_doc,
     "send_append(topics, accumulator, clock, headers, cluster, max_payload, ignore_keys, wakeup,\n"
     "            topic, partition, count, timestamp, key, value, callback) -> future | None | NotImplemented\n\n"
@@ -524,18 +541,8 @@ static PyObject *send_append_core(PyObject *const *args, int64_t count, send_cac
     wake = opened || last_full || nbatches > 1;
     result = Py_NewRef(future);
 done:
-    if (locked) {
-        PyObject *et = NULL, *ev = NULL, *tb = NULL;
-        int had_error = PyErr_Occurred() != NULL;
-        if (had_error)
-            PyErr_Fetch(&et, &ev, &tb);
-        if (queue_lock_release(lock) < 0) {
-            Py_CLEAR(result);
-            Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
-        } else if (had_error) {
-            PyErr_Restore(et, ev, tb);
-        }
-    }
+    if (locked)
+        queue_lock_release_keeping_error(lock, &result);
     if (result != NULL && wake && wake_sender(wakeup) < 0)
         Py_CLEAR(result);
 #ifdef GIL_HANDOFF
