@@ -41,7 +41,7 @@ class AtomicCounter:
         self._sources.append(bucket)
 
     def _tracked(self) -> int:
-        return sum([bucket._size for bucket in self._sources])
+        return sum([bucket.entry_count for bucket in self._sources])
 
     def add(self, delta: int) -> int:
         with self._lock:
@@ -84,6 +84,12 @@ class TimerTaskList:
 
     def get_expiration(self) -> int:
         return self._expiration
+
+    @property
+    def entry_count(self) -> int:
+        """The running count of entries linked in, read without the lock (a moment's value, as an atomic
+        counter's read is; :meth:`size` walks the list instead)."""
+        return self._size
 
     def add(self, entry: TimerTaskEntry) -> None:
         """Append ``entry``, first removing it from any other list."""
