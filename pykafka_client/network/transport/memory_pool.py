@@ -291,7 +291,7 @@ class PooledFrameReader(FrameReader):
 _SIZE = struct.Struct(">i")
 #: The read-ahead buffer of a :class:`ReadAheadFrameReader`: one ``recv`` brings a request's size and body, and
 #: often the requests after it (a producer keeps up to 5 in flight).
-READ_AHEAD_BYTES: Final = 65_536
+READ_AHEAD_BYTES: Final = 131_072
 
 
 class ReadAheadFrameReader(PooledFrameReader):
