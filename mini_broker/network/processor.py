@@ -35,6 +35,7 @@ from mini_broker.security.principal_mapping import NoMatchingRuleError
 from mini_broker.security.sasl_authenticator import DelayedAuthFailures, SaslServerSession
 from pykafka_client.network.transport.channel import ANONYMOUS, ChannelMuteEvent, ChannelMuteState, KafkaChannel
 from pykafka_client.network.transport.selectable import DisconnectInfo, NetworkReceive, NetworkSend
+from pykafka_client.network.transport.server_channel_path import ServerChannelPathApi
 from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
 
 if TYPE_CHECKING:
@@ -92,6 +93,11 @@ class ServerSelector(Protocol):
 
     def channel(self, connection_id: str) -> KafkaChannel | None:
         """The open channel (its mute state machine), None once closed."""
+        ...
+
+    def compiled_server_path(self) -> ServerChannelPathApi | None:
+        """:meth:`send_completing`, :meth:`mute_channel`, :meth:`unmute_channel` and :meth:`read_buffered` compiled
+        (the kernel's ServerChannelPath), or None: the selector's own are taken."""
         ...
 
     def open_channels(self) -> Mapping[str, KafkaChannel]:
@@ -174,6 +180,10 @@ class Processor:
         self._quotas = quotas
         self._parser = parser
         self.selector = selector
+        #: the per-request channel steps (send_completing, mute_channel, unmute_channel, read_buffered): the kernel's
+        #: compiled path of the selector, or the selector itself (their reference)
+        compiled = selector.compiled_server_path()
+        self._steps: ServerChannelPathApi = compiled if compiled is not None else selector
         #: the selector's open channels by id (a request's channel is looked up twice: no call each time)
         self._open_channels = selector.open_channels()
         self._time = time
@@ -325,7 +335,7 @@ class Processor:
                     log.debug("event=response_dropped reason=connection_closed connection=%s", cid)
                     continue
                 if resp.__class__ is SendResponse or isinstance(resp, SendResponse):
-                    if self.selector.send_completing(resp):  # a SendResponse is its own NetworkSend
+                    if self._steps.send_completing(resp):  # a SendResponse is its own NetworkSend
                         # written whole at once: complete it now (unmute in this round, not after another poll)
                         self._response_sent(conn, resp)
                     else:
@@ -443,7 +453,7 @@ class Processor:
             log.info("event=principal_not_mapped connection=%s listener=%s error=%s", cid, self.listener.listener_name, e)
             self._close(cid, "principal_not_mapped")
             return
-        self.selector.mute_channel(channel, True)  # and REQUEST_RECEIVED
+        self._steps.mute_channel(channel, True)  # and REQUEST_RECEIVED
         if self._parser.handles_inline(request):
             # handled on this thread (what a handler thread would do; no frame of its own): its answer is queued here
             self._handled_inline = True
@@ -529,7 +539,7 @@ class Processor:
         self._try_unmute(conn, channel)
 
     def _try_unmute(self, conn: _Conn, channel: KafkaChannel) -> None:
-        if self.selector.unmute_channel(channel) and conn.pending:
+        if self._steps.unmute_channel(channel) and conn.pending:
             self._ready.append(conn.connection_id)
 
     def _response_sent(self, conn: _Conn | None, sent: SendResponse | None = None) -> None:
@@ -554,10 +564,10 @@ class Processor:
         if channel is None:
             return
         try:
-            if self.selector.unmute_channel(channel, True):  # after RESPONSE_SENT
+            if self._steps.unmute_channel(channel, True):  # after RESPONSE_SENT
                 if conn.pending:
                     self._ready.append(cid)
-                elif self._read_ahead_budget > 0 and self.selector.read_buffered(channel):
+                elif self._read_ahead_budget > 0 and self._steps.read_buffered(channel):
                     # (only while the completed receives are gone through: the frame joins them)
                     self._read_ahead_budget -= 1
         except Exception as e:

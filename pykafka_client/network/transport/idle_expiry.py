@@ -21,6 +21,11 @@ class IdleExpiryManager:
         self._lru.pop(connection_id, None)
         self._lru[connection_id] = now_ns
 
+    def activity_order(self) -> dict[str, int]:
+        """The live map of connection id -> last activity (ns), least recently active first: :meth:`update` is moving
+        a connection's entry to the end with its new time (what the kernel's server channel path does itself)."""
+        return self._lru
+
     def remove(self, connection_id: str) -> None:
         self._lru.pop(connection_id, None)
 

@@ -27,7 +27,7 @@ import selectors
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Mapping, Protocol, cast
+from typing import Literal, Mapping, Protocol, cast
 
 from pykafka_client.errors import (
     AuthenticationError,
@@ -60,6 +60,7 @@ from pykafka_client.network.transport.selectable import (
     NetworkReceive,
     NetworkSend,
 )
+from pykafka_client.network.transport.server_channel_path import ServerChannelPathApi
 from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records._native import GilHandoffApi
 from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
@@ -345,9 +346,17 @@ class Selector:
             taken = channel.take_buffered_frame() if channel.state is _READY else None
         except InvalidReceiveError:  # (a bad size, nothing taken: the read below fails the same way and closes it)
             taken = None
+        self.read_buffered_taken(channel, taken, now_ns)
+        return True
+
+    def read_buffered_taken(self, channel: KafkaChannel, taken: NetworkReceive | Literal[False] | None,
+                            now_ns: int) -> None:
+        """The rest of :meth:`read_buffered` once ``channel``'s ``take_buffered_frame`` answered ``taken`` at ``now_ns``
+        (None: not all read ahead, or the channel not READY, or a bad size; the kernel's server path goes on here)."""
+        cid = channel.id
         if taken is None:  # not all read ahead: read as a poll would (its bytes are buffered: no need to ask again)
             self._poll_channel(channel, _EVENT_READ, now_ns)
-            return True
+            return
         # what _poll_channel's read does when the frame was all read ahead (no socket read: no bytes to count)
         if self._idle is not None:
             self._idle.update(cid, now_ns)
@@ -359,7 +368,6 @@ class Selector:
             self.metrics.responses_received_total += 1
         if not channel.has_bytes_buffered():
             self._buffered.discard(cid)
-        return True
 
     def channel(self, connection_id: str) -> KafkaChannel | None:
         """The open channel for ``connection_id`` (e.g. for the broker's mute state events)."""
@@ -539,6 +547,25 @@ class Selector:
             self._poll_path = path
         poll: Callable[[int], int] = self._poll_path.poll
         return poll
+
+    def compiled_server_path(self) -> ServerChannelPathApi | None:
+        """The kernel's ``ServerChannelPath`` of this selector: :meth:`send_completing`, :meth:`mute_channel`,
+        :meth:`unmute_channel` and :meth:`read_buffered` (their reference) compiled, each going on through these methods
+        where its common case ends. It holds this selector weakly and is lent its channels, buffered and stale sets,
+        metrics and idle order. None without the kernel, without optimistic writes, or for a subclass overriding them."""
+        kernel = _native.kernel
+        cls = type(self)
+        if kernel is None or not self._optimistic_writes or any(
+            getattr(cls, name) is not getattr(Selector, name)
+            for name in ("send_completing", "mute_channel", "unmute_channel", "read_buffered", "read_buffered_taken")
+        ):
+            return None
+        path: ServerChannelPathApi = kernel.ServerChannelPath(
+            self, self._channels, self._buffered, self._interest_stale,
+            self._idle.activity_order() if self._idle is not None else None, self.metrics, self._now_ns, KafkaChannel,
+            _READY, tuple(ChannelMuteState), InvalidReceiveError, MAX_IOV, (BlockingIOError, InterruptedError),
+        )
+        return path
 
     #: Queue a send on its channel, which must be ready with no send in progress (the same function as
     #: :meth:`_send`: no call in between; its result is for :meth:`send_completing` only).

@@ -40,7 +40,9 @@
  *             RecordAccumulator.try_append_many; a call's segments, CallSegments: SendBatchFuture's bookkeeping),
  *             producer_batch_release (the Sender's produce completion state SenderCompletion: a completed batch's
  *             release and acknowledged sequences without Python frames, over producer_response's and
- *             producer_incomplete's).
+ *             producer_incomplete's);
+ *   broker:   server_channel_path (a broker Processor's per-request channel steps, ServerChannelPath, over
+ *             client_channel_send's write).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -95,6 +97,7 @@ static PyObject *py_read_varint = NULL;
 #include "kernel/client_send_path.c.h"
 #include "kernel/producer_append_run.c.h"
 #include "kernel/client_poll.c.h"
+#include "kernel/server_channel_path.c.h"
 
 /* ---- module ---------------------------------------------------------------------------------------- */
 
@@ -358,6 +361,16 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_INCREF(&SelectorPollType);
     if (PyModule_AddObject(m, "SelectorPoll", (PyObject *)&SelectorPollType) < 0) {
         Py_DECREF(&SelectorPollType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyType_Ready(&ServerChannelPathType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&ServerChannelPathType);
+    if (PyModule_AddObject(m, "ServerChannelPath", (PyObject *)&ServerChannelPathType) < 0) {
+        Py_DECREF(&ServerChannelPathType);
         Py_DECREF(m);
         return NULL;
     }

@@ -297,6 +297,11 @@ class Kernel(Protocol):
     #: ``SelectorPoll(selector, poll_reference, channels, keys, ...)``: a client Selector's common poll in one call
     #: (``network.transport.selector.Selector.compiled_poll``)
     SelectorPoll: Callable[..., Any]
+    # server_channel_path.c.h
+    #: ``ServerChannelPath(selector, channels, buffered, interest_stale, activity_order, metrics, clock_ns, ...)``: a
+    #: broker Processor's per-request channel steps (``network.transport.selector.Selector.compiled_server_path``; its
+    #: instances are ``network.transport.server_channel_path.ServerChannelPathApi``)
+    ServerChannelPath: Callable[..., Any]
     def index_columns(self, first_width: int, second_width: int, /) -> Any:
         """Reference: ``mini_broker.log.index_columns.IndexColumns(first_width, second_width)``."""
 

@@ -18,6 +18,9 @@
  * ClusterConnectionStates' NodeConnectionState) READY and not throttled past now_ms, its channel (channels[node_id])
  * READY, and in_flight_requests.can_send_more(node_id), asked in that order.
  *
+ * The common write (cs_write) takes its selector and whether a whole write is reported by the next poll: a broker's
+ * ServerChannelPath (server_channel_path.c.h) writes its responses with it, unreported (send_completing).
+ *
  * Uses slot_access (cached_get, cached_set, get_int_attr) and client_in_flight (InFlightType, ifq_add,
  * ifq_can_send_more). */
 
@@ -97,15 +100,19 @@ static Py_ssize_t cs_pieces_size(PyObject *pieces, Py_ssize_t max_iov)
     return total;
 }
 
-/* The whole frame went out: the reference's counting and completion. 0, or -1 with an exception. */
-static int cs_completed(ChannelSendObject *self, PyObject *channel, PyObject *send, Py_ssize_t n, PyObject *written)
+/* The whole frame went out: the reference's counting and, with `report`, its completion reported by the next poll
+ * (the send appended to selector.pending_completed_sends). 0, or -1 with an exception. */
+static int cs_completed(PyObject *selector, PyObject *metrics, PyObject *channel, PyObject *send, Py_ssize_t n,
+                        PyObject *written, int report)
 {
     if (cs_add_to(channel, CS_BYTES_SENT, n) < 0 ||
         cached_set(send, cs_attr[CS_WRITTEN], &cs_cache[CS_WRITTEN], written) < 0 ||
-        cs_add_to(self->metrics, CS_BYTES_SENT_TOTAL, n) < 0 ||
-        cs_add_to(self->metrics, CS_REQUESTS_SENT_TOTAL, 1) < 0)
+        cs_add_to(metrics, CS_BYTES_SENT_TOTAL, n) < 0 ||
+        cs_add_to(metrics, CS_REQUESTS_SENT_TOTAL, 1) < 0)
         return -1;
-    PyObject *pending = cs_get(self->selector, CS_PENDING_COMPLETED_SENDS);
+    if (!report)
+        return 0;
+    PyObject *pending = cs_get(selector, CS_PENDING_COMPLETED_SENDS);
     if (pending == NULL)
         return -1;
     int rc = PyList_Check(pending) ? PyList_Append(pending, send) : -1;
@@ -115,13 +122,17 @@ static int cs_completed(ChannelSendObject *self, PyObject *channel, PyObject *se
     return rc;
 }
 
-/* The write of the common case, or 1 when the send is not one (nothing done): 0, 1, or -1 with an exception. */
-static int cs_write(ChannelSendObject *self, PyObject *channel, PyObject *send)
+/* The write of the common case on `selector`'s channel, or 1 when the send is not one (nothing done). 0: written
+ * (whole, and reported by the next poll as `report` asks; or in part, or failed: as the reference goes on), 2: written
+ * whole and not reported (`report` 0: the caller completes it), 1, or -1 with an exception. The selector's metrics,
+ * its READY state, the errors that mean "nothing written" and the most pieces a write gathers are the caller's. */
+static int cs_write(PyObject *selector, PyObject *metrics, PyObject *ready_state, PyObject *blocking_errors,
+                    Py_ssize_t max_iov, PyObject *channel, PyObject *send, int report)
 {
     PyObject *v = cs_get(channel, CS_STATE);
     if (v == NULL)
         return -1;
-    int ready = v == self->ready_state;
+    int ready = v == ready_state;
     Py_DECREF(v);
     if (!ready)
         return 1;
@@ -134,7 +145,7 @@ static int cs_write(ChannelSendObject *self, PyObject *channel, PyObject *send)
     PyObject *pieces = cs_get(send, CS_BUFFERS);
     if (pieces == NULL)
         return -1;
-    Py_ssize_t total = cs_pieces_size(pieces, self->max_iov);
+    Py_ssize_t total = cs_pieces_size(pieces, max_iov);
     int64_t size;
     int rc = total < 0 ? 1 : get_int_attr(send, cs_attr[CS_SIZE], &cs_cache[CS_SIZE], &size);
     if (rc != 0 || total != (Py_ssize_t)size) {
@@ -153,7 +164,7 @@ static int cs_write(ChannelSendObject *self, PyObject *channel, PyObject *send)
     Py_DECREF(sendmsg);
     Py_DECREF(pieces);
     if (written == NULL) {
-        if (PyErr_ExceptionMatches(self->blocking_errors)) {  /* (nothing written) */
+        if (PyErr_ExceptionMatches(blocking_errors)) {  /* (nothing written) */
             PyErr_Clear();
             written = PyLong_FromLong(0);
             if (written == NULL)
@@ -165,7 +176,7 @@ static int cs_write(ChannelSendObject *self, PyObject *channel, PyObject *send)
             PyErr_NormalizeException(&type, &value, &tb);
             if (tb != NULL)
                 PyException_SetTraceback(value, tb);
-            PyObject *r = PyObject_CallMethodObjArgs(self->selector, cs_attr[CS_FAIL_SEND], channel, value, NULL);
+            PyObject *r = PyObject_CallMethodObjArgs(selector, cs_attr[CS_FAIL_SEND], channel, value, NULL);
             Py_XDECREF(type);
             Py_XDECREF(value);
             Py_XDECREF(tb);
@@ -182,10 +193,13 @@ static int cs_write(ChannelSendObject *self, PyObject *channel, PyObject *send)
         Py_DECREF(written);
         return -1;
     }
-    if (n == total)
-        rc = cs_completed(self, channel, send, n, written);
+    if (n == total) {
+        rc = cs_completed(selector, metrics, channel, send, n, written, report);
+        if (rc == 0 && !report)
+            rc = 2;
+    }
     else {  /* the rest when the socket takes it */
-        PyObject *r = PyObject_CallMethodObjArgs(self->selector, cs_attr[CS_CONTINUE_SEND], channel, send, written, NULL);
+        PyObject *r = PyObject_CallMethodObjArgs(selector, cs_attr[CS_CONTINUE_SEND], channel, send, written, NULL);
         rc = r == NULL ? -1 : 0;
         Py_XDECREF(r);
     }
@@ -204,7 +218,8 @@ static int cs_send(ChannelSendObject *self, PyObject *send)
     int rc = 1;
     if (channel != NULL) {
         Py_INCREF(channel);
-        rc = cs_write(self, channel, send);
+        rc = cs_write(self->selector, self->metrics, self->ready_state, self->blocking_errors, self->max_iov, channel,
+                      send, 1);
         Py_DECREF(channel);
     }
     else if (PyErr_Occurred())

@@ -110,6 +110,10 @@ class ScriptedSelector:
     def open_channels(self) -> dict[str, KafkaChannel]:
         return self.channels
 
+    def compiled_server_path(self) -> None:
+        """None: the Processor takes this selector's own steps."""
+        return None
+
     def read_buffered(self, channel: KafkaChannel) -> bool:
         """As the Selector's: the frames queued in :attr:`read_ahead` for the channel join the completed receives."""
         frames = self.read_ahead.get(channel.id)
