@@ -110,8 +110,8 @@ _OPS = st.lists(
         st.tuples(st.just("unmute"), _ID, st.booleans()),
         st.tuples(st.just("throttle"), _ID, st.booleans()),
         st.tuples(st.just("read_buffered"), _ID),
-        st.tuples(st.just("round"), _ID, st.integers(0, 9000)),
-        st.tuples(st.just("round"), _ID, st.integers(0, 100)),
+        st.tuples(st.just("round"), _ID, st.integers(0, 9000), st.booleans()),
+        st.tuples(st.just("round"), _ID, st.integers(0, 100), st.booleans()),
         st.tuples(st.just("pipeline"), _ID, st.lists(st.integers(1, 1500), min_size=2, max_size=6),
                   st.integers(0, 6000)),
         st.tuples(st.just("poll"),),
@@ -175,22 +175,30 @@ def _apply(w: World, op: tuple[Any, ...]) -> Any:
     if kind == "read_buffered":
         return w.steps.read_buffered(channel)
     if kind == "round":
-        return _round(w, channel, op[2])
+        return _round(w, channel, op[2], op[3])
     if kind == "pipeline":  # several requests at once, then a round for each while the next one was read ahead
         w.peers[cid].send(b"".join(_frame(n, i) for i, n in enumerate(op[2])))
         s.poll(0)
-        return [_round(w, channel, op[3]) for _ in op[2]]
+        return [_round(w, channel, op[3], False) for _ in op[2]]
     raise AssertionError(kind)
 
 
-def _round(w: World, channel: KafkaChannel, response_size: int) -> Any:
-    """A Processor's round for a request of the channel: mute, answer, unmute, the frame read ahead after it."""
+def _round(w: World, channel: KafkaChannel, response_size: int, throttled: bool) -> Any:
+    """A Processor's round for a request of the channel: mute, answer, unmute, the frame read ahead after it; a
+    throttled one's unmute waits for its throttle's end."""
     steps = w.steps
     steps.mute_channel(channel, True)
+    if throttled:
+        channel.handle_channel_mute_event(ChannelMuteEvent.THROTTLE_STARTED)
     sent = steps.send_completing(NetworkSend(channel.id, [b"r" * response_size], response_size, 0, None))
     if not sent:
         return "in flight"
-    return steps.unmute_channel(channel, True) and steps.read_buffered(channel)
+    unmuted = steps.unmute_channel(channel, True)
+    if throttled:
+        assert not unmuted
+        channel.handle_channel_mute_event(ChannelMuteEvent.THROTTLE_ENDED)
+        unmuted = steps.unmute_channel(channel)
+    return unmuted and steps.read_buffered(channel)
 
 
 def _outcome(w: World, op: tuple[Any, ...]) -> Any:
