@@ -3,8 +3,8 @@
  * send_batch's run of records on the caller's thread, per batch in one call each, without Python frames:
  * - ManyAppender: RecordAccumulator.try_append_many compiled (its reference): the topic's queue and sticky partition,
  *   under the partition's deque lock the open batch's append of a run of records (append_pending, ProducerBatch.
- *   append_many's step), the sticky accounting and its switch (the partitioner's update_partition_info, called when a
- *   switch is due), the close of a batch that has no room for the next record. An accumulator with the kernel holds
+ *   append_many's step), the sticky accounting and its switch (when one is due: the kernel's sticky_switch for the
+ *   built-in partitioner, else the partitioner's update_partition_info), the close of a batch that has no room for the next record. An accumulator with the kernel holds
  *   it as its instance attribute ``try_append_many`` (the method is its reference, called with the accumulator for
  *   input it does not take, before any change); it holds the accumulator weakly (no cycle);
  * - CallSegments: the segments of one send_batch call (producer/call_segments.py's CallSegments, the reference), a
@@ -15,7 +15,7 @@
  *   holds it.
  * Uses: slot_access.c.h (cached_get, cached_set, get_int_attr, compact_int, take_int, take_truth, set_counter),
  * producer_send_batch.c.h (k_append_pending), producer_send_append.c.h (sattr_init, queue_lock_acquire,
- * queue_lock_release, queue_lock_release_keeping_error: a queue's lock, the waiting count's lock).
+ * queue_lock_release, queue_lock_release_keeping_error: a queue's lock, the waiting count's lock; sticky_switch_core).
  */
 
 /* ---- producer: send_batch's bulk append in one call (RecordAccumulator.try_append_many) ------------------------ */
@@ -349,11 +349,17 @@ static PyObject *ma_vectorcall(PyObject *op, PyObject *const *args, size_t nargs
             static PyObject *zero = NULL;
             if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL)
                 goto done;
-            PyObject *uargs[5] = {partitioner, effective_obj, zero, cluster, size >= limit ? Py_True : Py_False};
-            PyObject *r = PyObject_VectorcallMethod(ma_attr[MA_UPDATE], uargs, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-            if (r == NULL)
+            /* the partitioner's update_partition_info: the kernel's switch for the built-in one, else the method */
+            int switched = sticky_switch_core(partitioner, effective, 0, cluster, size >= limit);
+            if (switched < 0)
                 goto done;
-            Py_DECREF(r);
+            if (switched > 0) {
+                PyObject *uargs[5] = {partitioner, effective_obj, zero, cluster, size >= limit ? Py_True : Py_False};
+                PyObject *r = PyObject_VectorcallMethod(ma_attr[MA_UPDATE], uargs, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+                if (r == NULL)
+                    goto done;
+                Py_DECREF(r);
+            }
             Py_CLEAR(now_sticky);
             if ((now_sticky = ma_get(partitioner, MA_STICKY)) == NULL)
                 goto done;
