@@ -200,9 +200,10 @@ static inline int sw_int(PyObject *obj, int a, int64_t *out)
  * public ``pick`` (no load stats) or ``next_partition`` (weighted), the same calls and random draws, the available
  * partitions from the cluster's public ``available_partitions_for_topic``. 0 done; 1 declined, nothing changed (not
  * a partitioner of the type sticky_setup gave, or a count that is not an int: the caller calls the method); -1
- * with an exception (raised where the reference raises, the lock released). */
-static int sticky_switch_core(PyObject *partitioner, int64_t partition, int64_t appended, PyObject *cluster,
-                              int enable_switch)
+ * with an exception (raised where the reference raises, the lock released). Not inlined: once a batch, and its
+ * callers' per-record paths keep their registers. */
+static __attribute__((noinline)) int sticky_switch_core(PyObject *partitioner, int64_t partition, int64_t appended,
+                                                       PyObject *cluster, int enable_switch)
 {
     if (sticky_partitioner_type == NULL || Py_TYPE(partitioner) != sticky_partitioner_type)
         return 1;

@@ -134,7 +134,7 @@ static const uint8_t sb_varint_bytes[64] = {
 
 /* varint_size without its loop, of an unsigned (zigzagged) value: a record's sizes, counts and deltas nearly always
  * take one or two bytes (told by a comparison each), the rest by the table */
-static inline Py_ssize_t sb_uvarint_size(uint64_t u)
+static inline __attribute__((always_inline)) Py_ssize_t sb_uvarint_size(uint64_t u)
 {
     if (u < 0x80)
         return 1;
