@@ -139,8 +139,10 @@ class BuiltInPartitioner:
     at twice that.
     """
 
-    #: slots: the compiled send path reads the sticky state at fixed offsets (records/kernel/producer_send_append.c.h)
-    __slots__ = ("_lock", "_rng", "load_stats", "sticky", "sticky_batch_size", "switch_bytes", "topic")
+    #: slots: the compiled send path reads the sticky state at fixed offsets, and its switch (the kernel's
+    #: ``sticky_switch``, records/kernel/producer_send_append.c.h) takes ``lock`` and calls ``pick`` and
+    #: ``next_partition`` as this class's ``update_partition_info`` does
+    __slots__ = ("_rng", "load_stats", "lock", "sticky", "sticky_batch_size", "switch_bytes", "topic")
 
     def __init__(self, topic: str, sticky_batch_size: int, rng: random.Random | None = None) -> None:
         if sticky_batch_size < 1:
@@ -152,7 +154,8 @@ class BuiltInPartitioner:
         #: produced bytes at which the partition switches even if its batch is not full
         self.switch_bytes: Final = sticky_batch_size * 2
         self._rng = rng if rng is not None else random.Random()
-        self._lock = threading.Lock()
+        #: guards a switch of ``sticky`` (update_partition_info; the kernel's sticky_switch takes it too)
+        self.lock = threading.Lock()
         self.sticky: _StickyInfo | None = None
         #: the adaptive partitioning's weights (update_partition_load_stats), None while partitions are picked
         #: uniformly; read-only outside this class (the accumulator's ready skips dropping stats that are not there)
@@ -163,9 +166,9 @@ class BuiltInPartitioner:
         info = self.sticky
         if info is not None:
             return info.partition
-        with self._lock:
+        with self.lock:
             if self.sticky is None:
-                self.sticky = _StickyInfo(self._next_partition(cluster, None))
+                self.sticky = _StickyInfo(self.next_partition(cluster, None))
             return self.sticky.partition
 
     def update_partition_info(self, partition: int, appended_bytes: int, cluster: ClusterView, enable_switch: bool) -> None:
@@ -173,8 +176,9 @@ class BuiltInPartitioner:
 
         Callers hold the deque lock of ``partition`` (so ``produced_bytes`` of the current sticky partition
         only changes under that lock: ``RecordAccumulator.try_append_fast`` adds to it there without this
-        lock and calls this with 0 bytes when a switch is due)."""
-        with self._lock:
+        lock and calls this with 0 bytes when a switch is due). With the kernel, the compiled send paths run its
+        ``sticky_switch`` instead, which does what this does (this is its reference)."""
+        with self.lock:
             info = self.sticky
             if info is None or info.partition != partition:
                 return
@@ -191,9 +195,9 @@ class BuiltInPartitioner:
                         # reading the new one.
                         info.produced_bytes = 0
                         return
-                    self.sticky = _StickyInfo(self._pick(cluster, available))
+                    self.sticky = _StickyInfo(self.pick(cluster, available))
                 else:
-                    self.sticky = _StickyInfo(self._next_partition(cluster, partition))
+                    self.sticky = _StickyInfo(self.next_partition(cluster, partition))
 
     def update_partition_load_stats(self, queue_sizes: Sequence[int], partition_ids: Sequence[int], max_size: int) -> None:
         """Adaptive partitioning input: queue lengths (in batches) of partitions with a ready leader.
@@ -214,16 +218,18 @@ class BuiltInPartitioner:
             cumulative.append(total)
         self.load_stats = _LoadStats(cumulative, list(partition_ids))
 
-    def _next_partition(self, cluster: ClusterView, previous: int | None) -> int:
+    def next_partition(self, cluster: ClusterView, previous: int | None) -> int:
+        """A new sticky partition: weighted by the load stats when there are some, else :meth:`pick`'s uniform
+        choice (callers hold :attr:`lock`)."""
         load = self.load_stats
         if load is not None and load.cumulative:
             r = self._rng.randrange(load.cumulative[-1])
             return load.partitions[bisect.bisect_right(load.cumulative, r)]
-        return self._pick(cluster, cluster.available_partitions_for_topic(self.topic))
+        return self.pick(cluster, cluster.available_partitions_for_topic(self.topic))
 
-    def _pick(self, cluster: ClusterView, available: Sequence[int]) -> int:
+    def pick(self, cluster: ClusterView, available: Sequence[int]) -> int:
         """The uniform choice (no load stats): among ``available`` (the topic's available partitions), else among
-        all its partitions."""
+        all its partitions (callers hold :attr:`lock`)."""
         if available:
             if len(available) == 1:
                 return available[0]
@@ -249,3 +255,8 @@ class StaticClusterView:
 
 #: The type of ``BuiltInPartitioner``'s sticky state (for annotations elsewhere).
 StickyInfo = _StickyInfo
+
+_loaded_kernel = _native.loaded_kernel()
+if _loaded_kernel is not None:
+    # the partitioner whose update_partition_info the kernel's sticky_switch is (the compiled send paths' switch)
+    _loaded_kernel.sticky_setup(BuiltInPartitioner, StickyInfo)

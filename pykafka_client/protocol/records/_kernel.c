@@ -137,6 +137,8 @@ static PyMethodDef kernel_methods[] = {
     {"arrow_binary_items", k_arrow_binary_items, METH_VARARGS, arrow_binary_items_doc},
     {"batch_try_append", (PyCFunction)(void (*)(void))k_batch_try_append, METH_FASTCALL, batch_try_append_doc},
     {"send_append", (PyCFunction)(void (*)(void))k_send_append, METH_FASTCALL, send_append_doc},
+    {"sticky_setup", k_sticky_setup, METH_VARARGS, sticky_setup_doc},
+    {"sticky_switch", (PyCFunction)(void (*)(void))k_sticky_switch, METH_FASTCALL, sticky_switch_doc},
     {"encode_produce_request", (PyCFunction)(void (*)(void))k_encode_produce_request, METH_FASTCALL,
      encode_produce_request_doc},
     {"decode_produce_response", (PyCFunction)(void (*)(void))k_decode_produce_response, METH_FASTCALL,

@@ -200,6 +200,14 @@ class Kernel(Protocol):
         """Reference: ``KafkaProducer.send``'s partition choice and ``RecordAccumulator.try_append_fast`` (a
         future; None or NotImplemented, nothing changed: run the reference)."""
 
+    def sticky_setup(self, partitioner_type: type, info_type: type, /) -> None:
+        """The partitioner type ``sticky_switch`` stands in for (``BuiltInPartitioner``) and its sticky state's."""
+
+    def sticky_switch(self, partitioner: object, partition: int, appended_bytes: int, cluster: object,
+                      enable_switch: bool, /) -> Any:
+        """Reference: ``BuiltInPartitioner.update_partition_info`` (None when done; NotImplemented, nothing changed,
+        when it declines: the method then)."""
+
     def SendRecord(
         self, topics: dict[str, Any], accumulator: object, clock: Any, headers: object, metadata: object,
         max_payload: int, ignore_keys: bool, wakeup: Any, mono_clock: Any, fatal_check: Any, cluster_at: Any, /,

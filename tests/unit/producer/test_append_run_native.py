@@ -340,7 +340,7 @@ class _NewInfoEachSwitch(BuiltInPartitioner):
             return
         info.produced_bytes += appended_bytes
         if info.produced_bytes >= self.sticky_batch_size * 2 or (enable_switch and info.produced_bytes >= self.sticky_batch_size):
-            self.sticky = StickyInfo(self._next_partition(cluster, partition))
+            self.sticky = StickyInfo(self.next_partition(cluster, partition))
 
 
 @settings(max_examples=200, deadline=None)

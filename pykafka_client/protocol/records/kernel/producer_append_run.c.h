@@ -3,8 +3,8 @@
  * send_batch's run of records on the caller's thread, per batch in one call each, without Python frames:
  * - ManyAppender: RecordAccumulator.try_append_many compiled (its reference): the topic's queue and sticky partition,
  *   under the partition's deque lock the open batch's append of a run of records (append_pending, ProducerBatch.
- *   append_many's step), the sticky accounting and its switch (the partitioner's update_partition_info, called when a
- *   switch is due), the close of a batch that has no room for the next record. An accumulator with the kernel holds
+ *   append_many's step), the sticky accounting and its switch (when one is due: the kernel's sticky_switch for the
+ *   built-in partitioner, else the partitioner's update_partition_info), the close of a batch that has no room for the next record. An accumulator with the kernel holds
  *   it as its instance attribute ``try_append_many`` (the method is its reference, called with the accumulator for
  *   input it does not take, before any change); it holds the accumulator weakly (no cycle);
  * - CallSegments: the segments of one send_batch call (producer/call_segments.py's CallSegments, the reference), a
@@ -15,7 +15,7 @@
  *   holds it.
  * Uses: slot_access.c.h (cached_get, cached_set, get_int_attr, compact_int, take_int, take_truth, set_counter),
  * producer_send_batch.c.h (k_append_pending), producer_send_append.c.h (sattr_init, queue_lock_acquire,
- * queue_lock_release, queue_lock_release_keeping_error: a queue's lock, the waiting count's lock).
+ * queue_lock_release, queue_lock_release_keeping_error: a queue's lock, the waiting count's lock; sticky_switch_core).
  */
 
 /* ---- producer: send_batch's bulk append in one call (RecordAccumulator.try_append_many) ------------------------ */
@@ -67,6 +67,86 @@ static inline int ma_int(PyObject *obj, int a, int64_t *out)
     return get_int_attr(obj, ma_attr[a], &ma_cache[a], out);
 }
 
+/* The batch's last_append_ms and has_callbacks after records were appended (as ProducerBatch.append_many): 0, or -1
+ * with an exception */
+static int ma_appended(PyObject *batch, PyObject *callback)
+{
+    static PyObject *zero = NULL;
+    if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL)
+        return -1;
+    if (ma_set(batch, MA_LAST_APPEND, zero) < 0) /* as the accumulator's fast path (try_append with now 0) */
+        return -1;
+    if (callback != Py_None && ma_set(batch, MA_HAS_CB, Py_True) < 0)
+        return -1;
+    return 0;
+}
+
+/* ma_append's common case: the batch's numbers plain ints (and its compression ratio a float), read and written as C
+ * numbers around the kernel's append_pending step (append_pending_core), no Python int or tuple in between. 0 done,
+ * -1 with an exception, 1 not taken (another kind of field, or the step declined: nothing changed; ma_append's
+ * general way then). */
+static int ma_append_fast(PyObject *batch, PyObject *const *args, int64_t start, int64_t *produced, int64_t switch_bytes,
+                          int64_t sticky_size, int64_t *next, int *due)
+{
+    PyObject *keys = args[2], *values = args[3], *stop = args[5], *timestamps = args[6], *timestamp = args[7],
+             *headers = args[8], *callback = args[9];
+    int64_t stop_n, ts_default, size, limit, base_ts, max_ts, max_rec;
+    if (!compact_int(stop, &stop_n) || !compact_int(timestamp, &ts_default))
+        return 1;
+    PyObject *pending = ma_get(batch, MA_PENDING);
+    if (pending == NULL)
+        return -1;
+    int rc;
+    PyObject *ratio_obj = NULL;
+    if ((rc = ma_int(batch, MA_SIZE, &size)) != 0 || (rc = ma_int(batch, MA_LIMIT, &limit)) != 0 ||
+        (rc = ma_int(batch, MA_BASE_TS, &base_ts)) != 0 || (rc = ma_int(batch, MA_MAX_TS, &max_ts)) != 0 ||
+        (rc = ma_int(batch, MA_MAX_REC, &max_rec)) != 0)
+        goto done;
+    if ((ratio_obj = ma_get(batch, MA_RATIO)) == NULL) {
+        rc = -1;
+        goto done;
+    }
+    if (!PyFloat_CheckExact(ratio_obj)) {
+        rc = 1;
+        goto done;
+    }
+    sb_state st = {size, limit, base_ts, max_ts, max_rec, switch_bytes > 0 ? *produced : 0,
+                   switch_bytes > 0 ? switch_bytes : 0, switch_bytes > 0 ? sticky_size : 0,
+                   PyFloat_AS_DOUBLE(ratio_obj), 0, 0};
+    if ((rc = append_pending_core(pending, keys, values, (Py_ssize_t)start, (Py_ssize_t)stop_n, timestamps, ts_default,
+                                  timestamp, headers, callback, &st)) != 0)
+        goto done;
+    rc = -1;
+    if (st.size != size && set_counter(batch, ma_attr[MA_SIZE], &ma_cache[MA_SIZE], st.size) < 0)
+        goto done;
+    if (st.base_ts != base_ts) {
+        PyObject *v = PyLong_FromLongLong(st.base_ts);
+        int bad = v == NULL || ma_set(batch, MA_BASE_TS, v) < 0;
+        Py_XDECREF(v);
+        if (bad)
+            goto done;
+    }
+    if (st.max_ts != max_ts) {
+        PyObject *v = PyLong_FromLongLong(st.max_ts);
+        int bad = v == NULL || ma_set(batch, MA_MAX_TS, v) < 0;
+        Py_XDECREF(v);
+        if (bad)
+            goto done;
+    }
+    if (st.max_rec != max_rec && set_counter(batch, ma_attr[MA_MAX_REC], &ma_cache[MA_MAX_REC], st.max_rec) < 0)
+        goto done;
+    *next = st.next;
+    *produced = switch_bytes > 0 ? st.produced : 0;
+    *due = st.due;
+    if (st.next > start && ma_appended(batch, callback) < 0)
+        goto done;
+    rc = 0;
+done:
+    Py_DECREF(pending);
+    Py_XDECREF(ratio_obj);
+    return rc;
+}
+
 /* ProducerBatch.append_many(keys, values, start, stop, timestamps, timestamp, headers, callback, sticky) of ``batch``
  * (``sticky``: switch_bytes > 0, the produced bytes in *produced): *next and *due set, *produced updated. The kernel's
  * append_pending with the batch's fields, written back as the method does; the method itself when append_pending
@@ -81,6 +161,9 @@ static int ma_append(PyObject *batch, PyObject *const *args, int64_t start, int6
         *next = start, *due = 0;
         return closed < 0 ? -1 : 0;
     }
+    int fast = ma_append_fast(batch, args, start, produced, switch_bytes, sticky_size, next, due);
+    if (fast <= 0)
+        return fast;
     PyObject *fields[7] = {NULL}; /* pending, size, limit, base_ts, max_ts, max_rec, ratio */
     static const int names[7] = {MA_PENDING, MA_SIZE, MA_LIMIT, MA_BASE_TS, MA_MAX_TS, MA_MAX_REC, MA_RATIO};
     PyObject *start_obj = PyLong_FromLongLong(start), *produced_obj = PyLong_FromLongLong(switch_bytes > 0 ? *produced : 0),
@@ -139,15 +222,8 @@ static int ma_append(PyObject *batch, PyObject *const *args, int64_t start, int6
     }
     *produced = switch_bytes > 0 ? p : 0;
     *due = PyTuple_GET_ITEM(out, 6) == Py_True;
-    if (*next > start) {
-        static PyObject *zero = NULL;
-        if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL)
-            goto done;
-        if (ma_set(batch, MA_LAST_APPEND, zero) < 0) /* as the accumulator's fast path (try_append with now 0) */
-            goto done;
-        if (callback != Py_None && ma_set(batch, MA_HAS_CB, Py_True) < 0)
-            goto done;
-    }
+    if (*next > start && ma_appended(batch, callback) < 0)
+        goto done;
     rc = 0;
 done:
     for (int k = 0; k < 7; k++)
@@ -349,11 +425,17 @@ static PyObject *ma_vectorcall(PyObject *op, PyObject *const *args, size_t nargs
             static PyObject *zero = NULL;
             if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL)
                 goto done;
-            PyObject *uargs[5] = {partitioner, effective_obj, zero, cluster, size >= limit ? Py_True : Py_False};
-            PyObject *r = PyObject_VectorcallMethod(ma_attr[MA_UPDATE], uargs, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-            if (r == NULL)
+            /* the partitioner's update_partition_info: the kernel's switch for the built-in one, else the method */
+            int switched = sticky_switch_core(partitioner, effective, 0, cluster, size >= limit);
+            if (switched < 0)
                 goto done;
-            Py_DECREF(r);
+            if (switched > 0) {
+                PyObject *uargs[5] = {partitioner, effective_obj, zero, cluster, size >= limit ? Py_True : Py_False};
+                PyObject *r = PyObject_VectorcallMethod(ma_attr[MA_UPDATE], uargs, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+                if (r == NULL)
+                    goto done;
+                Py_DECREF(r);
+            }
             Py_CLEAR(now_sticky);
             if ((now_sticky = ma_get(partitioner, MA_STICKY)) == NULL)
                 goto done;

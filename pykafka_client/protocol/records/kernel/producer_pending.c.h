@@ -96,7 +96,7 @@ static inline __attribute__((always_inline)) void pending_note_columns(PendingOb
         p->col_kn = kn;
         p->col_vn = vn;
         p->col_mixed = 0;
-    } else
+    } else if (kn != p->col_kn || vn != p->col_vn || td != p->col_td) /* (rarely: the columns are mostly even) */
         p->col_mixed |= (kn != p->col_kn ? PCOL_KEY : 0) | (vn != p->col_vn ? PCOL_VALUE : 0) |
                         (td != p->col_td ? PCOL_TS : 0);
 }

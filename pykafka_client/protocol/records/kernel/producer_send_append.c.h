@@ -1,7 +1,8 @@
 /* kernel/producer_send_append.c.h
  *
  * send_append: send()'s common case in one call (RecordAccumulator.try_append_fast and the partition),
- * with the accumulator queue lock's direct acquire and release.
+ * with the accumulator queue lock's direct acquire and release; sticky_switch: the sticky partitioner's switch
+ * (BuiltInPartitioner.update_partition_info), which it and send_batch's ManyAppender run.
  * Uses: record_encode.c.h, slot_access.c.h, producer_pending.c.h, producer_partitioner.c.h,
  * producer_try_append.c.h, producer_handoff.c.h.
  */
@@ -143,6 +144,183 @@ static void queue_lock_release_keeping_error(PyObject *lock, PyObject **result)
     } else if (had_error) {
         PyErr_Restore(et, ev, tb);
     }
+}
+
+/* ---- producer: the sticky partitioner's switch (BuiltInPartitioner.update_partition_info) ---------------------- */
+
+enum { SW_LOCK, SW_STICKY, SW_PARTITION, SW_PRODUCED, SW_STICKY_SIZE, SW_LOAD_STATS, SW_TOPIC, SW_AVAILABLE, SW_PICK,
+       SW_NEXT, SW_COUNT };
+static const char *const sw_attr_names[SW_COUNT] = {
+    "lock", "sticky", "partition", "produced_bytes", "sticky_batch_size", "load_stats", "topic",
+    "available_partitions_for_topic", "pick", "next_partition",
+};
+static PyObject *sw_attr[SW_COUNT];
+static slot_cache sw_cache[SW_COUNT];
+/* set by sticky_setup: the partitioner type whose update_partition_info sticky_switch is, and its StickyInfo type */
+static PyTypeObject *sticky_partitioner_type = NULL;
+static PyObject *sticky_info_type = NULL;
+
+PyDoc_STRVAR(sticky_setup_doc,
+    "sticky_setup(BuiltInPartitioner, StickyInfo): the partitioner type sticky_switch stands in for (its\n"
+    "update_partition_info) and the type of its sticky state.");
+
+static PyObject *k_sticky_setup(PyObject *self, PyObject *args)
+{
+    PyObject *partitioner_type, *info_type;
+    if (!PyArg_ParseTuple(args, "O!O!:sticky_setup", &PyType_Type, &partitioner_type, &PyType_Type, &info_type))
+        return NULL;
+    for (int i = 0; i < SW_COUNT; i++) {
+        if (sw_attr[i] == NULL && (sw_attr[i] = PyUnicode_InternFromString(sw_attr_names[i])) == NULL)
+            return NULL;
+    }
+    if (sattr_init() < 0)
+        return NULL;
+    Py_INCREF(partitioner_type);
+    Py_XSETREF(sticky_partitioner_type, (PyTypeObject *)partitioner_type);
+    Py_INCREF(info_type);
+    Py_XSETREF(sticky_info_type, info_type);
+    Py_RETURN_NONE;
+}
+
+static inline PyObject *sw_get(PyObject *obj, int a)
+{
+    return cached_get(obj, sw_attr[a], &sw_cache[a]);
+}
+
+static inline int sw_int(PyObject *obj, int a, int64_t *out)
+{
+    return get_int_attr(obj, sw_attr[a], &sw_cache[a], out);
+}
+
+/* BuiltInPartitioner.update_partition_info(partition, appended, cluster, enable_switch) of ``partitioner`` (its
+ * reference), without its frame: under the partitioner's ``lock``, the bytes accounted to the sticky partition when it
+ * is still ``partition``, and once a switch is due (Java's rules: twice sticky_batch_size produced, or
+ * sticky_batch_size and ``enable_switch``) the next partition as the reference picks it: the only available
+ * partition being this one again, its count starts over in place; else a new StickyInfo of the partitioner's
+ * public ``pick`` (no load stats) or ``next_partition`` (weighted), the same calls and random draws, the available
+ * partitions from the cluster's public ``available_partitions_for_topic``. 0 done; 1 declined, nothing changed (not
+ * a partitioner of the type sticky_setup gave, or a count that is not an int: the caller calls the method); -1
+ * with an exception (raised where the reference raises, the lock released). Not inlined: once a batch, and its
+ * callers' per-record paths keep their registers. */
+static __attribute__((noinline)) int sticky_switch_core(PyObject *partitioner, int64_t partition, int64_t appended,
+                                                       PyObject *cluster, int enable_switch)
+{
+    if (sticky_partitioner_type == NULL || Py_TYPE(partitioner) != sticky_partitioner_type)
+        return 1;
+    PyObject *lock = sw_get(partitioner, SW_LOCK);
+    if (lock == NULL)
+        return -1;
+    if (queue_lock_acquire(lock) < 0) {
+        Py_DECREF(lock);
+        return -1;
+    }
+    int rc = -1, r;
+    PyObject *info = NULL, *load = NULL, *topic = NULL, *available = NULL, *first = NULL, *partition_obj = NULL,
+             *picked = NULL, *fresh = NULL;
+    int64_t at, produced, sticky_size;
+    if ((info = sw_get(partitioner, SW_STICKY)) == NULL)
+        goto done;
+    if (info == Py_None) {
+        rc = 0;
+        goto done;
+    }
+    if ((r = sw_int(info, SW_PARTITION, &at)) != 0) {
+        rc = r < 0 ? -1 : 1;
+        goto done;
+    }
+    if (at != partition) {
+        rc = 0;
+        goto done;
+    }
+    if ((r = sw_int(info, SW_PRODUCED, &produced)) != 0 || (r = sw_int(partitioner, SW_STICKY_SIZE, &sticky_size)) != 0 ||
+        (r = __builtin_add_overflow(produced, appended, &produced)) != 0 || (r = sticky_size > (INT64_MAX >> 1)) != 0) {
+        rc = r < 0 ? -1 : 1;
+        goto done;
+    }
+    if ((load = sw_get(partitioner, SW_LOAD_STATS)) == NULL || set_counter(info, sw_attr[SW_PRODUCED], &sw_cache[SW_PRODUCED], produced) < 0)
+        goto done;
+    if (produced < sticky_size * 2 && !(enable_switch && produced >= sticky_size)) {
+        rc = 0;
+        goto done;
+    }
+    if ((partition_obj = PyLong_FromLongLong(partition)) == NULL)
+        goto done;
+    if (load == Py_None) {
+        if ((topic = sw_get(partitioner, SW_TOPIC)) == NULL ||
+            (available = PyObject_CallMethodOneArg(cluster, sw_attr[SW_AVAILABLE], topic)) == NULL)
+            goto done;
+        Py_ssize_t n = PyObject_Size(available);
+        if (n < 0)
+            goto done;
+        if (n == 1) {
+            static PyObject *zero = NULL;
+            if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL)
+                goto done;
+            if ((first = PyObject_GetItem(available, zero)) == NULL)
+                goto done;
+            int same = PyObject_RichCompareBool(first, partition_obj, Py_EQ);
+            if (same < 0)
+                goto done;
+            if (same) { /* the only available partition again: its count starts over, no draw */
+                rc = set_counter(info, sw_attr[SW_PRODUCED], &sw_cache[SW_PRODUCED], 0);
+                goto done;
+            }
+        }
+        picked = PyObject_CallMethodObjArgs(partitioner, sw_attr[SW_PICK], cluster, available, NULL);
+    } else {
+        picked = PyObject_CallMethodObjArgs(partitioner, sw_attr[SW_NEXT], cluster, partition_obj, NULL);
+    }
+    if (picked == NULL || (fresh = PyObject_CallOneArg(sticky_info_type, picked)) == NULL ||
+        cached_set(partitioner, sw_attr[SW_STICKY], &sw_cache[SW_STICKY], fresh) < 0)
+        goto done;
+    rc = 0;
+done:
+    {
+        PyObject *et = NULL, *ev = NULL, *tb = NULL;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (queue_lock_release(lock) < 0) {
+            Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
+            rc = -1;
+        } else {
+            PyErr_Restore(et, ev, tb);
+        }
+    }
+    Py_DECREF(lock);
+    Py_XDECREF(info);
+    Py_XDECREF(load);
+    Py_XDECREF(topic);
+    Py_XDECREF(available);
+    Py_XDECREF(first);
+    Py_XDECREF(partition_obj);
+    Py_XDECREF(picked);
+    Py_XDECREF(fresh);
+    return rc;
+}
+
+PyDoc_STRVAR(sticky_switch_doc,
+    "sticky_switch(partitioner, partition, appended_bytes, cluster, enable_switch) -> None | NotImplemented\n\n"
+    "BuiltInPartitioner.update_partition_info(partition, appended_bytes, cluster, enable_switch) compiled (the\n"
+    "compiled send paths' switch): None when done (as the method), NotImplemented having changed nothing when the\n"
+    "partitioner is not of the type sticky_setup gave or holds counts that are not ints (the method does it then).");
+
+static PyObject *k_sticky_switch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int64_t partition, appended;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "sticky_switch() takes exactly 5 arguments");
+        return NULL;
+    }
+    if (!compact_int(args[1], &partition) || !compact_int(args[2], &appended))
+        Py_RETURN_NOTIMPLEMENTED;
+    int enable = PyObject_IsTrue(args[4]);
+    if (enable < 0)
+        return NULL;
+    int rc = sticky_switch_core(args[0], partition, appended, args[3], enable);
+    if (rc < 0)
+        return NULL;
+    if (rc > 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(send_append_doc,
@@ -529,13 +707,18 @@ static PyObject *send_append_core(PyObject *const *args, int64_t count, send_cac
         if (set_counter(sticky, sattr[S_PRODUCED], &scache[S_PRODUCED], produced) < 0)
             goto done;
         if (produced >= switch_bytes || (last_full && produced >= sticky_size)) {
-            if (partition_int(&effective_obj, effective) == NULL)
+            int switched = sticky_switch_core(partitioner, effective, 0, cluster, last_full);
+            if (switched < 0)
                 goto done;
-            PyObject *r = PyObject_CallMethodObjArgs(partitioner, sattr[S_UPDATE], effective_obj, zero, cluster,
-                                                     last_full ? Py_True : Py_False, NULL);
-            if (r == NULL)
-                goto done;
-            Py_DECREF(r);
+            if (switched > 0) { /* another partitioner: its own method */
+                if (partition_int(&effective_obj, effective) == NULL)
+                    goto done;
+                PyObject *r = PyObject_CallMethodObjArgs(partitioner, sattr[S_UPDATE], effective_obj, zero, cluster,
+                                                         last_full ? Py_True : Py_False, NULL);
+                if (r == NULL)
+                    goto done;
+                Py_DECREF(r);
+            }
         }
     }
     wake = opened || last_full || nbatches > 1;

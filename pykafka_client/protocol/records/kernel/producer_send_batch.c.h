@@ -25,6 +25,20 @@ static PyObject *k_scan_records(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "scan_records: keys and timestamps must be None or lists as long as values");
         return NULL;
     }
+    if (keys == Py_None) {
+        /* no keys (send_batch's common call): each value's type and size only */
+        PyObject *const *items = PySequence_Fast_ITEMS(values);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *v = items[i];
+            if (PyBytes_CheckExact(v)) {
+                if (PyBytes_GET_SIZE(v) > best)
+                    best = PyBytes_GET_SIZE(v);
+            } else if (v != Py_None) {
+                return PyLong_FromLong(-1);
+            }
+        }
+        n = 0; /* (the general loop below has nothing left) */
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t kn = -1, vn;
         if (keys != Py_None && producer_bytes(PyList_GET_ITEM(keys, i), &kn) < 0)
@@ -36,7 +50,7 @@ static PyObject *k_scan_records(PyObject *self, PyObject *args)
             best = total;
     }
     if (timestamps != Py_None) {
-        for (Py_ssize_t i = 0; i < n; i++) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(timestamps); i++) {
             int64_t ts;
             if (producer_timestamp(PyList_GET_ITEM(timestamps, i), 0, &ts) < 0)
                 return PyLong_FromLong(-2);
@@ -118,10 +132,15 @@ static const uint8_t sb_varint_bytes[64] = {
     5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 10,
 };
 
-/* varint_size without its loop, of an unsigned (zigzagged) value */
-static inline Py_ssize_t sb_uvarint_size(uint64_t u)
+/* varint_size without its loop, of an unsigned (zigzagged) value: a record's sizes, counts and deltas nearly always
+ * take one or two bytes (told by a comparison each), the rest by the table */
+static inline __attribute__((always_inline)) Py_ssize_t sb_uvarint_size(uint64_t u)
 {
-    return sb_varint_bytes[63 - __builtin_clzll(u | 1)];
+    if (u < 0x80)
+        return 1;
+    if (u < 0x4000)
+        return 2;
+    return sb_varint_bytes[63 - __builtin_clzll(u)];
 }
 
 /* varint_size without its loop */
@@ -331,16 +350,24 @@ PyDoc_STRVAR(append_pending_doc,
     "batch always does), accounting sticky-partitioner bytes when switch_bytes > 0 and stopping after the\n"
     "record that makes a switch due. None, with nothing appended, on input the reference must handle.");
 
-static PyObject *k_append_pending(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    PyObject *pending, *keys, *values, *timestamps, *headers, *callback;
-    Py_ssize_t start, stop;
-    long long ts_default, size0, limit, base_ts0, max_ts0, max_rec0, produced0, switch_bytes, sticky_bytes;
+/* append_pending's state: the batch's numbers it reads (size .. max_rec, ratio), the sticky partitioner's (produced,
+ * switch_bytes, sticky_bytes), and what it returns (next, the numbers again, due) */
+typedef struct {
+    long long size, limit, base_ts, max_ts, max_rec, produced, switch_bytes, sticky_bytes;
     double ratio;
-    if (sb_append_args(args, nargs, &start, &stop, &ts_default, &size0, &limit, &base_ts0, &max_ts0, &max_rec0, &ratio,
-                       &produced0, &switch_bytes, &sticky_bytes) < 0)
-        return NULL;
-    pending = args[0], keys = args[1], values = args[2], timestamps = args[5], headers = args[7], callback = args[8];
+    Py_ssize_t next;
+    int due;
+} sb_state;
+
+/* append_pending's work, its arguments read (``values`` a list; ``ts_default_obj``: the int object of ts_default
+ * when the caller has it, else NULL: made here): 0 with *st updated, 1 declined (nothing appended: append_pending's
+ * None), -1 with an exception. ManyAppender calls it with its batch's numbers as C ints. */
+static int append_pending_core(PyObject *pending, PyObject *keys, PyObject *values, Py_ssize_t start, Py_ssize_t stop,
+                               PyObject *timestamps, long long ts_default, PyObject *ts_default_obj, PyObject *headers,
+                               PyObject *callback, sb_state *st)
+{
+    const long long limit = st->limit, switch_bytes = st->switch_bytes, sticky_bytes = st->sticky_bytes;
+    const double ratio = st->ratio;
     /* a PendingRecords takes the records' bytes; in list mode, its list takes their tuples */
     PendingObject *buffered = NULL;
     if (is_pending(pending)) {
@@ -349,21 +376,22 @@ static PyObject *k_append_pending(PyObject *self, PyObject *const *args, Py_ssiz
         else
             buffered = (PendingObject *)pending;
     } else if (!PyList_Check(pending)) {
-        Py_RETURN_NONE;
+        return 1;
     }
     Py_ssize_t n = PyList_GET_SIZE(values);
     if (start < 0 || stop > n || start > stop || (keys != Py_None && (!PyList_Check(keys) || PyList_GET_SIZE(keys) != n)) ||
         (timestamps != Py_None && (!PyList_Check(timestamps) || PyList_GET_SIZE(timestamps) != n)))
-        Py_RETURN_NONE;
+        return 1;
     Py_ssize_t hs = headers_size(headers);
     if (hs < 0)
-        Py_RETURN_NONE;
-    int64_t size = size0, base_ts = base_ts0, max_ts = max_ts0, max_rec = max_rec0, produced = produced0;
+        return 1;
+    int64_t size = st->size, base_ts = st->base_ts, max_ts = st->max_ts, max_rec = st->max_rec, produced = st->produced;
     int switch_due = 0;
     /* one int object shared by every record without a timestamp of its own */
-    PyObject *ts_default_obj = PyLong_FromLongLong(ts_default);
-    if (ts_default_obj == NULL)
-        return NULL;
+    if (ts_default_obj != NULL)
+        Py_INCREF(ts_default_obj);
+    else if ((ts_default_obj = PyLong_FromLongLong(ts_default)) == NULL)
+        return -1;
     /* The record tuples hold ints, bytes, None, the headers and the callback: with untracked headers and no
      * callback they can never be part of a cycle, and a batch's thousands of them are not left to the garbage
      * collector to visit (and untrack) one by one. */
@@ -391,7 +419,7 @@ static PyObject *k_append_pending(PyObject *self, PyObject *const *args, Py_ssiz
             (timestamps != Py_None && producer_timestamp(PyList_GET_ITEM(timestamps, i), ts_default, &ts) < 0)) {
             if (i == start) {
                 Py_DECREF(ts_default_obj);
-                Py_RETURN_NONE;
+                return 1;
             }
             break; /* what was appended stays; the caller goes on from i */
         }
@@ -411,7 +439,7 @@ static PyObject *k_append_pending(PyObject *self, PyObject *const *args, Py_ssiz
             if (pending_record_size(buffered, ts, kn, vn, hs) != rs) { /* over what a batch can hold: the reference */
                 if (i == start) {
                     Py_DECREF(ts_default_obj);
-                    Py_RETURN_NONE;
+                    return 1;
                 }
                 break;
             }
@@ -436,10 +464,28 @@ static PyObject *k_append_pending(PyObject *self, PyObject *const *args, Py_ssiz
         }
     }
     Py_DECREF(ts_default_obj);
-    return sb_append_result(i, size, base_ts, max_ts, max_rec, produced, switch_due);
+    st->next = i, st->size = size, st->base_ts = base_ts, st->max_ts = max_ts, st->max_rec = max_rec;
+    st->produced = produced, st->due = switch_due;
+    return 0;
 error:
     Py_DECREF(ts_default_obj);
-    return NULL;
+    return -1;
+}
+
+static PyObject *k_append_pending(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t start, stop;
+    long long ts_default;
+    sb_state st;
+    if (sb_append_args(args, nargs, &start, &stop, &ts_default, &st.size, &st.limit, &st.base_ts, &st.max_ts, &st.max_rec,
+                       &st.ratio, &st.produced, &st.switch_bytes, &st.sticky_bytes) < 0)
+        return NULL;
+    int rc = append_pending_core(args[0], args[1], args[2], start, stop, args[5], ts_default, NULL, args[7], args[8], &st);
+    if (rc < 0)
+        return NULL;
+    if (rc > 0)
+        Py_RETURN_NONE;
+    return sb_append_result(st.next, st.size, st.base_ts, st.max_ts, st.max_rec, st.produced, st.due);
 }
 
 /* ---- producer: send_batch of Arrow columns (batch_append.arrow_binary_items_reference) -------------------------- */
