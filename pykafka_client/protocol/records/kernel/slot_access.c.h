@@ -1,8 +1,9 @@
 /* kernel/slot_access.c.h
  *
  * Attributes of slotted Python objects read and written at an offset cached per call site (slot_cache,
- * cached_get, cached_set, get_int_attr), plain ints read without a call (compact_int, take_int), and the kept ints of
- * the send path's counters (set_counter). The producer's and the network's hot objects go through these.
+ * cached_get, cached_read: borrowed, cached_set, get_int_attr), plain ints read without a call (compact_int,
+ * take_int), and the kept ints of the send path's counters (set_counter). The producer's and the network's hot
+ * objects go through these.
  * Uses: none of the other parts.
  */
 
@@ -104,6 +105,24 @@ static inline __attribute__((always_inline)) PyObject *cached_get(PyObject *obj,
             return Py_NewRef(v);
     }
     return PyObject_GetAttr(obj, name);
+}
+
+/* obj.name borrowed when its slot holds it (*owned then NULL), else read by name: the new reference is returned and
+ * also put in *owned, for the caller to drop (Py_XDECREF(*owned)) once done; NULL with an exception. For a read used
+ * before any Python code can run (a borrowed value lives only while obj keeps it in that slot): no reference count
+ * moved on the common case. */
+static inline __attribute__((always_inline)) PyObject *cached_read(PyObject *obj, PyObject *name, slot_cache *c,
+                                                                   PyObject **owned)
+{
+    Py_ssize_t off = slot_offset(obj, name, c);
+    if (off >= 0) {
+        PyObject *v = *(PyObject **)((char *)obj + off);
+        if (v != NULL) {
+            *owned = NULL;
+            return v;
+        }
+    }
+    return *owned = PyObject_GetAttr(obj, name);
 }
 
 /* obj.name = v (0, or -1 with an exception), by offset when the cache allows. */
