@@ -263,8 +263,8 @@ static int cpp_receives(ClientPollPathObject *self, PyObject *client, PyObject *
     /* the kernel's InFlightRequests (not subclassable): its complete_receives called as the C function it is */
     PyObject *left = Py_IS_TYPE(in_flight, &InFlightType)
                      ? ifq_complete_receives((InFlightObject *)in_flight, call + 1, 5)
-                     : PyObject_VectorcallMethod(cpp_attr[CPP_COMPLETE_RECEIVES], call, 6 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                                                 NULL);
+                     : PyObject_VectorcallMethod(cpp_attr[CPP_COMPLETE_RECEIVES], call,
+                                                 6 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     Py_DECREF(in_flight);
     if (left == NULL) {
         Py_DECREF(receives);
