@@ -125,6 +125,39 @@ static inline __attribute__((always_inline)) PyObject *cached_read(PyObject *obj
     return *owned = PyObject_GetAttr(obj, name);
 }
 
+/* read_slot(obj, name): cached_read at a call site of its own, as Python sees it (the tests'
+ * tests/unit/network/test_kernel_read_slots.py compare it with getattr across class changes and overrides) */
+static slot_cache read_slot_cache;
+static PyObject *read_slot_name; /* the name read_slot_cache is for: another name starts it anew */
+
+PyDoc_STRVAR(read_slot_doc,
+"read_slot(obj, name) -> (value, by_offset)\n\n"
+"obj.name as the kernel's cached reads read it (reference: getattr(obj, name)), and whether it was read at its\n"
+"slot's offset (else by name: a property, an override, an unset slot, a class without the slot).");
+
+static PyObject *k_read_slot(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "read_slot(obj, name: str)");
+        return NULL;
+    }
+    PyObject *obj = args[0], *name = args[1];
+    if (read_slot_name == NULL || PyUnicode_Compare(read_slot_name, name) != 0) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_XSETREF(read_slot_name, Py_NewRef(name));
+        read_slot_cache.type = NULL;
+    }
+    Py_ssize_t off = slot_offset(obj, name, &read_slot_cache);
+    PyObject *owned;
+    PyObject *v = cached_read(obj, name, &read_slot_cache, &owned);
+    if (v == NULL)
+        return NULL;
+    PyObject *r = PyTuple_Pack(2, v, off >= 0 && owned == NULL ? Py_True : Py_False);
+    Py_XDECREF(owned);
+    return r;
+}
+
 /* obj.name = v (0, or -1 with an exception), by offset when the cache allows. */
 static inline __attribute__((always_inline)) int cached_set(PyObject *obj, PyObject *name, slot_cache *c, PyObject *v)
 {
