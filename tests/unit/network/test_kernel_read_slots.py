@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pykafka_client.errors import IllegalStateError
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.metadata_updater import DefaultMetadataUpdater
 from pykafka_client.network.network_client import NetworkClient
@@ -215,3 +216,33 @@ def test_the_poll_reads_the_slotted_deadline(due: bool) -> None:
         assert asked == ([now] if due else [])
     finally:
         client.close()
+
+
+def _selector_polls() -> list[tuple[Selector, Any]]:
+    """Two selectors: one polled by its compiled poll (with the kernel), one by its reference ``poll``."""
+    compiled = Selector(time=MockTime())
+    poll = compiled.compiled_poll()
+    assert (poll is not None) == (kernel is not None)
+    reference = Selector(time=MockTime())
+    return [(compiled, poll if poll is not None else compiled.poll), (reference, reference.poll)]
+
+
+def test_a_closed_selector_read_from_its_slot_refuses_to_poll() -> None:
+    for selector, poll in _selector_polls():
+        try:
+            selector.closed = True  # (the flag alone: the slot the poll reads)
+            with pytest.raises(IllegalStateError):
+                poll(0)
+        finally:
+            selector.closed = False
+            selector.close()
+
+
+def test_a_nonblocking_selector_read_from_its_slot_defers_its_wait() -> None:
+    for selector, poll in _selector_polls():
+        try:
+            selector.nonblocking = True
+            assert poll(7) == 0
+            assert selector.deferred_timeout_ms == 7
+        finally:
+            selector.close()
