@@ -182,8 +182,14 @@ static int cpp_common(ClientPollPathObject *self, PyObject *client, PyObject *ti
         return -1;
     PyObject *owned;
     PyObject *reauth = cpp_read(sel, CPP_REAUTHENTICATIONS_SCHEDULED, &owned);
-    int scheduled = reauth == NULL ? -1 : PyDict_CheckExact(reauth) ? PyDict_GET_SIZE(reauth) != 0
-                                                                   : PyObject_IsTrue(reauth);
+    int scheduled = -1;
+    if (reauth != NULL && PyDict_CheckExact(reauth))
+        scheduled = PyDict_GET_SIZE(reauth) != 0;
+    else if (reauth != NULL) { /* (another mapping's __len__ may run Python code: held while it does) */
+        if (owned == NULL)
+            owned = Py_NewRef(reauth);
+        scheduled = PyObject_IsTrue(reauth);
+    }
     Py_XDECREF(owned);
     if (scheduled != 0) {
         Py_DECREF(sel);
@@ -656,8 +662,14 @@ static int spl_truth(PyObject *obj, int a)
     PyObject *v = cached_read(obj, spl_attr[a], &spl_cache[a], &owned);
     if (v == NULL)
         return -1;
-    int truth = v == Py_False ? 0 : v == Py_True ? 1 : PyObject_IsTrue(v);
-    Py_XDECREF(owned);
+    if (v == Py_False || v == Py_True) {
+        Py_XDECREF(owned);
+        return v == Py_True;
+    }
+    if (owned == NULL) /* (its __bool__ may run Python code: held while it does) */
+        owned = Py_NewRef(v);
+    int truth = PyObject_IsTrue(v);
+    Py_DECREF(owned);
     return truth;
 }
 
@@ -668,9 +680,15 @@ static int spl_has_entries(PyObject *obj, int a)
     PyObject *v = cached_read(obj, spl_attr[a], &spl_cache[a], &owned);
     if (v == NULL)
         return -1;
-    int has = PyList_CheckExact(v) ? PyList_GET_SIZE(v) != 0 : PyDict_CheckExact(v) ? PyDict_GET_SIZE(v) != 0
-                                                                                   : PyObject_IsTrue(v);
-    Py_XDECREF(owned);
+    if (PyList_CheckExact(v) || PyDict_CheckExact(v)) {
+        int has = PyList_CheckExact(v) ? PyList_GET_SIZE(v) != 0 : PyDict_GET_SIZE(v) != 0;
+        Py_XDECREF(owned);
+        return has;
+    }
+    if (owned == NULL) /* (its __len__ may run Python code: held while it does) */
+        owned = Py_NewRef(v);
+    int has = PyObject_IsTrue(v);
+    Py_DECREF(owned);
     return has;
 }
 
