@@ -56,6 +56,9 @@ UPDATE_MAY_BE_DUE = -(2**63)
 class Metadata:
     """Cached cluster metadata shared by a NetworkClient and its users."""
 
+    #: ``no_update_before_ms`` in a slot: the kernel's client paths read it on every poll and ready, at its offset
+    __slots__ = ("__dict__", "__weakref__", "no_update_before_ms")
+
     def __init__(
         self,
         refresh_backoff_ms: int = 100,

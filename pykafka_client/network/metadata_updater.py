@@ -123,6 +123,9 @@ class _InProgress:
 class DefaultMetadataUpdater:
     """Refreshes a :class:`Metadata` through the NetworkClient it belongs to (piggy-backing on its poll)."""
 
+    #: ``update_deadline`` in a slot: the kernel's client paths read it on every poll and ready, at its offset
+    __slots__ = ("__dict__", "__weakref__", "update_deadline")
+
     def __init__(
         self,
         metadata: Metadata,

@@ -191,6 +191,14 @@ class _Paths:
 class NetworkClient(ConnectionFailures):
     """The real :class:`~pykafka_client.network.kafka_client.KafkaClient`."""
 
+    #: what the kernel's request and poll paths (ClientPollPath, ClientSendPath, sender_send_round) read of the client
+    #: on every request, in slots: read at their offsets, not through the instance dict (the base class gives the
+    #: instance its ``__dict__`` and ``__weakref__``, which hold the rest)
+    __slots__ = (
+        "selector", "client_id", "in_flight_requests", "default_request_timeout_ms", "api_versions",
+        "metadata_recovery_strategy", "send_state", "metadata_updater",
+    )
+
     def __init__(
         self,
         selector: Selectable,

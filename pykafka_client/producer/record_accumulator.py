@@ -114,9 +114,12 @@ class _TopicInfo:
 class RecordAccumulator:
     """Batches records per partition and hands full or lingered batches to the Sender."""
 
-    #: ``closed`` in a slot: the kernel's send path reads it once per record, at a fixed offset (the rest of the
-    #: state is in the instance dict)
-    __slots__ = ("__dict__", "__weakref__", "closed")
+    #: ``closed`` in a slot: the kernel's send path reads it once per record, at a fixed offset; the others are what
+    #: the kernel's round (sender_send_round) reads each round (the rest of the state is in the instance dict)
+    __slots__ = (
+        "__dict__", "__weakref__", "closed", "topic_items", "linger_ms", "adaptive_partitioning", "delivery_timeout_ms",
+        "next_batch_expiry_ms",
+    )
 
     def __init__(
         self,

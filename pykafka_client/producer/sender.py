@@ -226,8 +226,13 @@ class Sender:
     """Moves batches from the accumulator to the brokers on the producer's I/O thread."""
 
     #: the wake-up flag in a slot: the kernel's send path reads it at a fixed offset (not through the instance
-    #: dict) on each record appended while a wake-up is due
-    __slots__ = ("__dict__", "__weakref__", "_wakeup_pending", "completion")
+    #: dict) on each record appended while a wake-up is due; the rest of the slots are what the kernel's round
+    #: (sender_send_round) reads each round, at their offsets (everything else in the instance dict)
+    __slots__ = (
+        "__dict__", "__weakref__", "_wakeup_pending", "completion", "client", "metadata", "accumulator",
+        "guarantee_message_order", "max_request_size", "acks", "request_timeout_ms", "transaction_manager",
+        "in_flight_batches", "metrics",
+    )
 
     def __init__(
         self,

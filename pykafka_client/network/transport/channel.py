@@ -120,6 +120,9 @@ class KafkaChannel:
     """A connection: transport + authenticator + framing + mute state. Not thread-safe (owned by
     one Selector)."""
 
+    #: what the kernel's send of a request reads and writes of its channel, in slots (at their offsets)
+    __slots__ = ("__dict__", "__weakref__", "id", "state", "bytes_sent", "send_writer", "plain_sendmsg")
+
     def __init__(
         self,
         channel_id: str,

@@ -139,6 +139,12 @@ def _resolve(address: tuple[str, int]) -> tuple[socket.AddressFamily, tuple[str,
 class Selector:
     """Non-blocking multi-connection I/O; see the module docstring."""
 
+    #: what the kernel's SelectorPoll and ClientPollPath read on every poll, in slots (at their offsets)
+    __slots__ = (
+        "__dict__", "__weakref__", "closed", "nonblocking", "pending_completed_sends", "polled_sends", "polled_receives",
+        "polled_disconnects", "polled_connects", "reauthentications_scheduled",
+    )
+
     def __init__(
         self,
         *,

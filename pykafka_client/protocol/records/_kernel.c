@@ -160,6 +160,7 @@ static PyMethodDef kernel_methods[] = {
     {"encode_produce_response", (PyCFunction)(void (*)(void))k_encode_produce_response, METH_FASTCALL,
      encode_produce_response_doc},
     {"slots_constructor", k_slots_constructor, METH_VARARGS, slots_constructor_doc},
+    {"read_slot", (PyCFunction)(void (*)(void))k_read_slot, METH_FASTCALL, read_slot_doc},
     {"client_batch_header", (PyCFunction)(void (*)(void))k_client_batch_header, METH_FASTCALL,
      client_batch_header_doc},
     {"drained_request", (PyCFunction)(void (*)(void))k_drained_request, METH_FASTCALL, drained_request_doc},

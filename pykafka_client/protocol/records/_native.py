@@ -265,6 +265,9 @@ class Kernel(Protocol):
     ) -> tuple[Any, dict[Any, Any], int, int] | None:
         """Reference: ``producer.sender.Sender._drained_request`` for uncompressed batches (None: run the reference)."""
     def produce_results_setup(self, response_type: type, /) -> None: ...
+    # slot_access.c.h
+    def read_slot(self, obj: object, name: str, /) -> tuple[Any, bool]:
+        """Reference: ``getattr(obj, name)``; the bool says whether it was read at the slot's offset."""
     # network.c.h
     def read_frames(
         self, reader: Any, recv_into: Callable[[memoryview], int], max_receives: int, max_bytes: int,

@@ -27,8 +27,10 @@
  * sends, the metadata deadline reached, a re-authentication scheduled, a value not a plain int) is
  * poll_reference(client, timeout_ms, now_ms) (NetworkClient.poll itself), nothing changed before it.
  *
- * Reads and writes only public attributes. Uses slot_access (cached_get, cached_set, compact_int, take_truth) and
- * producer_handoff (HandoffType, handoff_select: SelectorPoll's wait with a GilHandoff). */
+ * Reads and writes only public attributes, and of the kernel's own types (the client's ClientSendPath and
+ * InFlightRequests) their fields. Uses slot_access (cached_get, cached_read, cached_set, compact_int, take_truth),
+ * client_in_flight (InFlightType, ifq_complete_receives), client_send_path (ClientSendPathType) and producer_handoff
+ * (HandoffType, handoff_select: SelectorPoll's wait with a GilHandoff). */
 
 enum {
     CPP_SEND_STATE, CPP_ACTIVE, CPP_METADATA_UPDATER, CPP_UPDATE_DEADLINE, CPP_NO_UPDATE_BEFORE_MS, CPP_SELECTOR,
@@ -74,6 +76,12 @@ static int cpp_names(void)
 static inline PyObject *cpp_get(PyObject *obj, int a)
 {
     return cached_get(obj, cpp_attr[a], &cpp_cache[a]);
+}
+
+/* obj.a borrowed from its slot, or read by name into *owned (cached_read): NULL with an exception */
+static inline PyObject *cpp_read(PyObject *obj, int a, PyObject **owned)
+{
+    return cached_read(obj, cpp_attr[a], &cpp_cache[a], owned);
 }
 
 /* v (borrowed) as a plain int fitting 64 bits into *out: 1, or 0 (not such an int; no exception) */
@@ -122,31 +130,35 @@ static int cpp_get_int(PyObject *obj, int a, int64_t *out)
     return ok;
 }
 
-/* obj.a.b.c (new reference), NULL with an exception */
-static PyObject *cpp_get3(PyObject *obj, int a, int b, int c)
-{
-    PyObject *x = cpp_get(obj, a);
-    if (x == NULL)
-        return NULL;
-    PyObject *y = cpp_get(x, b);
-    Py_DECREF(x);
-    if (y == NULL)
-        return NULL;
-    PyObject *z = cpp_get(y, c);
-    Py_DECREF(y);
-    return z;
-}
-
 /* The metadata deadline, client.metadata_updater.update_deadline.no_update_before_ms, into *out: 1, 0 (not a plain
- * int), or -1 with an exception */
+ * int), or -1 with an exception. Slotted all three (NetworkClient, DefaultMetadataUpdater, Metadata): three loads,
+ * no reference count moved. */
 static int cpp_deadline(PyObject *client, int64_t *out)
 {
-    PyObject *v = cpp_get3(client, CPP_METADATA_UPDATER, CPP_UPDATE_DEADLINE, CPP_NO_UPDATE_BEFORE_MS);
-    if (v == NULL)
-        return -1;
-    int ok = cpp_int(v, out);
-    Py_DECREF(v);
+    PyObject *o1, *o2 = NULL, *o3 = NULL, *v = NULL;
+    PyObject *updater = cpp_read(client, CPP_METADATA_UPDATER, &o1);
+    PyObject *deadline = updater == NULL ? NULL : cpp_read(updater, CPP_UPDATE_DEADLINE, &o2);
+    if (deadline != NULL)
+        v = cpp_read(deadline, CPP_NO_UPDATE_BEFORE_MS, &o3);
+    int ok = v == NULL ? -1 : cpp_int(v, out);
+    Py_XDECREF(o3);
+    Py_XDECREF(o2);
+    Py_XDECREF(o1);
     return ok;
+}
+
+/* Whether the client's send state (its ClientSendPath: the field read; another state: its ``active``) is active: 1,
+ * 0, or -1 with an exception */
+static int cpp_active(PyObject *client)
+{
+    PyObject *owned;
+    PyObject *state = cpp_read(client, CPP_SEND_STATE, &owned);
+    if (state == NULL)
+        return -1;
+    int active = Py_IS_TYPE(state, &ClientSendPathType) ? ((ClientSendPathObject *)state)->active
+                                                         : take_truth(cpp_get(state, CPP_ACTIVE));
+    Py_XDECREF(owned);
+    return active;
 }
 
 /* Whether poll(timeout_ms, now_ms) is the common case, its select's timeout into *timeout: 1, 0 (the reference's),
@@ -157,11 +169,7 @@ static int cpp_common(ClientPollPathObject *self, PyObject *client, PyObject *ti
     int64_t t, now, no_update_before, request_timeout, to_deadline;
     if (!cpp_int(timeout_ms, &t) || !cpp_int(now_ms, &now) || PyList_GET_SIZE(self->aborted_sends) != 0)
         return 0;
-    PyObject *state = cpp_get(client, CPP_SEND_STATE);
-    if (state == NULL)
-        return -1;
-    int active = take_truth(cpp_get(state, CPP_ACTIVE));
-    Py_DECREF(state);
+    int active = cpp_active(client);
     if (active <= 0)
         return active;
     int ok = cpp_deadline(client, &no_update_before);
@@ -172,7 +180,17 @@ static int cpp_common(ClientPollPathObject *self, PyObject *client, PyObject *ti
     PyObject *sel = cpp_get(client, CPP_SELECTOR);
     if (sel == NULL)
         return -1;
-    int scheduled = take_truth(cpp_get(sel, CPP_REAUTHENTICATIONS_SCHEDULED));
+    PyObject *owned;
+    PyObject *reauth = cpp_read(sel, CPP_REAUTHENTICATIONS_SCHEDULED, &owned);
+    int scheduled = -1;
+    if (reauth != NULL && PyDict_CheckExact(reauth))
+        scheduled = PyDict_GET_SIZE(reauth) != 0;
+    else if (reauth != NULL) { /* (another mapping's __len__ may run Python code: held while it does) */
+        if (owned == NULL)
+            owned = Py_NewRef(reauth);
+        scheduled = PyObject_IsTrue(reauth);
+    }
+    Py_XDECREF(owned);
     if (scheduled != 0) {
         Py_DECREF(sel);
         return scheduled < 0 ? -1 : 0;
@@ -248,8 +266,11 @@ static int cpp_receives(ClientPollPathObject *self, PyObject *client, PyObject *
     call[3] = now;
     call[4] = self->decoders;
     call[5] = self->new_client_response;
-    PyObject *left = PyObject_VectorcallMethod(cpp_attr[CPP_COMPLETE_RECEIVES], call,
-                                               6 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    /* the kernel's InFlightRequests (not subclassable): its complete_receives called as the C function it is */
+    PyObject *left = Py_IS_TYPE(in_flight, &InFlightType)
+                     ? ifq_complete_receives((InFlightObject *)in_flight, call + 1, 5)
+                     : PyObject_VectorcallMethod(cpp_attr[CPP_COMPLETE_RECEIVES], call,
+                                                 6 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     Py_DECREF(in_flight);
     if (left == NULL) {
         Py_DECREF(receives);
@@ -277,18 +298,23 @@ static int cpp_more(ClientPollPathObject *self, PyObject *client, long rest, int
 {
     if (rest != 0 || self->handshakes_may_be_due || self->may_be_connecting)
         return 1;
-    PyObject *in_flight = cpp_get(client, CPP_IN_FLIGHT_REQUESTS);
+    PyObject *owned;
+    PyObject *in_flight = cpp_read(client, CPP_IN_FLIGHT_REQUESTS, &owned);
     if (in_flight == NULL)
         return -1;
     int64_t no_timeout_until;
-    int ok = cpp_get_int(in_flight, CPP_NO_TIMEOUT_UNTIL_MS, &no_timeout_until);
-    Py_DECREF(in_flight);
+    int ok = 1;
+    if (Py_IS_TYPE(in_flight, &InFlightType)) /* the kernel's InFlightRequests: its field */
+        no_timeout_until = ((InFlightObject *)in_flight)->no_timeout_until_ms;
+    else
+        ok = cpp_get_int(in_flight, CPP_NO_TIMEOUT_UNTIL_MS, &no_timeout_until);
+    Py_XDECREF(owned);
     if (ok <= 0 || now > no_timeout_until)
         return ok < 0 ? -1 : 1;
-    PyObject *strategy = cpp_get(client, CPP_RECOVERY_STRATEGY);
+    PyObject *strategy = cpp_read(client, CPP_RECOVERY_STRATEGY, &owned);
     if (strategy == NULL)
         return -1;
-    Py_DECREF(strategy); /* (compared by identity only) */
+    Py_XDECREF(owned); /* (compared by identity only) */
     if (strategy != self->rebootstrap)
         return 0;
     int64_t no_update_before;
@@ -400,7 +426,11 @@ static PyObject *cpp_poll(PyObject *op, PyObject *const *args, size_t nargsf, Py
     PyObject *state = cpp_get(client, CPP_SEND_STATE);
     if (state == NULL)
         goto fail;
-    int set = cached_set(state, cpp_attr[CPP_READY_NODE], &cpp_cache[CPP_READY_NODE], Py_None);
+    int set = 0;
+    if (Py_IS_TYPE(state, &ClientSendPathType)) /* the kernel's ClientSendPath: its field (NULL is None) */
+        Py_CLEAR(((ClientSendPathObject *)state)->ready_node);
+    else
+        set = cached_set(state, cpp_attr[CPP_READY_NODE], &cpp_cache[CPP_READY_NODE], Py_None);
     Py_DECREF(state);
     if (set < 0 || cpp_callbacks(self, responses) < 0)
         goto fail;
@@ -625,10 +655,41 @@ static inline int spl_set(PyObject *obj, int a, PyObject *v)
     return cached_set(obj, spl_attr[a], &spl_cache[a], v);
 }
 
+/* bool(obj.a), read from its slot without a reference when it has one (cached_read): 1, 0, or -1 with an exception */
+static int spl_truth(PyObject *obj, int a)
+{
+    PyObject *owned;
+    PyObject *v = cached_read(obj, spl_attr[a], &spl_cache[a], &owned);
+    if (v == NULL)
+        return -1;
+    if (v == Py_False || v == Py_True) {
+        Py_XDECREF(owned);
+        return v == Py_True;
+    }
+    if (owned == NULL) /* (its __bool__ may run Python code: held while it does) */
+        owned = Py_NewRef(v);
+    int truth = PyObject_IsTrue(v);
+    Py_DECREF(owned);
+    return truth;
+}
+
 /* len(obj.a) != 0 for a list or dict attribute: 1, 0, or -1 with an exception (another type: its truth) */
 static int spl_has_entries(PyObject *obj, int a)
 {
-    return take_truth(spl_get(obj, a));
+    PyObject *owned;
+    PyObject *v = cached_read(obj, spl_attr[a], &spl_cache[a], &owned);
+    if (v == NULL)
+        return -1;
+    if (PyList_CheckExact(v) || PyDict_CheckExact(v)) {
+        int has = PyList_CheckExact(v) ? PyList_GET_SIZE(v) != 0 : PyDict_GET_SIZE(v) != 0;
+        Py_XDECREF(owned);
+        return has;
+    }
+    if (owned == NULL) /* (its __len__ may run Python code: held while it does) */
+        owned = Py_NewRef(v);
+    int has = PyObject_IsTrue(v);
+    Py_DECREF(owned);
+    return has;
 }
 
 /* obj.a = obj.a + delta for an int attribute (the metrics): 0, or -1 with an exception */
@@ -674,10 +735,10 @@ static int spl_common(SelectorPollObject *self, PyObject *selector, PyObject *ti
     if (PyDict_GET_SIZE(self->pending_disconnects) != 0 || PySet_GET_SIZE(self->interest_stale) != 0
         || PyDict_GET_SIZE(self->memory_muted) != 0 || PySet_GET_SIZE(self->buffered) != 0)
         return 0;
-    int closed = take_truth(spl_get(selector, SPL_CLOSED));
+    int closed = spl_truth(selector, SPL_CLOSED);
     if (closed != 0)
         return closed < 0 ? -1 : 0;
-    int nonblocking = take_truth(spl_get(selector, SPL_NONBLOCKING));
+    int nonblocking = spl_truth(selector, SPL_NONBLOCKING);
     return nonblocking < 0 ? -1 : !nonblocking;
 }
 

@@ -3,7 +3,8 @@
  * The Sender's produce requests: the request frame (encode_produce_request), its body from the drained
  * batches (produce_request_data, sender_setup) and a request's parts from the drained batches in one call
  * (drained_request).
- * Uses: producer_batch_encode.c.h (encode_batch).
+ * Uses: producer_batch_encode.c.h (encode_batch), slot_access (cached_get and cached_set: the batches' and the
+ * request's slots at their offsets).
  */
 
 /* ---- produce request frames ------------------------------------------------------------------------ */
@@ -106,6 +107,10 @@ static int no_unknown_tags(PyObject *obj)
  * topic_data was built (then the attribute path of produce_frame encodes it). */
 static PyTypeObject *parts_request_type = NULL;
 static PyObject *s_parts = NULL, *s_tid = NULL, *s_acks = NULL, *s_timeout = NULL;
+/* the slot caches of the request's transactional_id, acks, timeout_ms, unknown_tagged_fields and parts (the Sender's
+ * DrainedProduceRequest: a slotted dataclass) */
+enum { RQ_TID, RQ_ACKS, RQ_TIMEOUT, RQ_TAGS, RQ_PARTS, RQ_COUNT };
+static slot_cache req_cache[RQ_COUNT];
 
 /* BatchOutcome and the FINISHED state (complete_produce_response's outcomes), set by sender_setup() */
 static PyTypeObject *outcome_type = NULL;
@@ -248,16 +253,17 @@ static int produce_parts_body(frame_out *o, PyObject *body, int flexible)
 {
     if (parts_request_type == NULL || Py_TYPE(body) != parts_request_type)
         return 2;
-    PyObject *parts = PyObject_GetAttr(body, s_parts);
+    PyObject *parts = cached_get(body, s_parts, &req_cache[RQ_PARTS]);
     if (parts == NULL)
         return -1;
     if (parts == Py_None) {
         Py_DECREF(parts);
         return 2;
     }
-    PyObject *tid = PyObject_GetAttr(body, s_tid), *acks = NULL, *timeout = NULL;
+    PyObject *tid = cached_get(body, s_tid, &req_cache[RQ_TID]), *acks = NULL, *timeout = NULL;
     int rc = -1;
-    if (tid != NULL && (acks = PyObject_GetAttr(body, s_acks)) != NULL && (timeout = PyObject_GetAttr(body, s_timeout)) != NULL)
+    if (tid != NULL && (acks = cached_get(body, s_acks, &req_cache[RQ_ACKS])) != NULL
+        && (timeout = cached_get(body, s_timeout, &req_cache[RQ_TIMEOUT])) != NULL)
         rc = produce_request_data(o, tid, acks, timeout, parts, flexible);
     Py_DECREF(parts);
     Py_XDECREF(tid);
@@ -505,6 +511,8 @@ fail:
 enum { D_TP, D_COMPRESSED, D_PENDING, D_PID, D_EPOCH, D_SEQ, D_TXN, D_BUILT, D_BUILT_STATE, D_RATIO, D_STAMP,
        D_UNKNOWN_TAGS, D_COUNT };
 static PyObject *dattr[D_COUNT];
+/* their slot caches (ProducerBatch is slotted; cached_get and cached_set go by name otherwise) */
+static slot_cache dcache[D_COUNT];
 static PyObject *one_float = NULL;
 
 static int drained_names(void)
@@ -532,7 +540,7 @@ static int drained_one(PyObject *b, PyObject *crc32c, PyObject *parts, PyObject 
     PyObject *state = NULL, *stamp = NULL, *part = NULL, *data = NULL;
     int rc = -1, i;
     for (i = 0; i <= D_BUILT_STATE; i++)
-        if ((v[i] = PyObject_GetAttr(b, dattr[i])) == NULL)
+        if ((v[i] = cached_get(b, dattr[i], &dcache[i])) == NULL)
             goto out;
     if (v[D_COMPRESSED] != Py_False) {
         rc = 0; /* (a compressed batch moves the compression estimate: Sender's loop does it) */
@@ -558,11 +566,13 @@ static int drained_one(PyObject *b, PyObject *crc32c, PyObject *parts, PyObject 
             rc = 0;
             goto out;
         }
-        if (PyObject_SetAttr(b, dattr[D_BUILT], data) < 0 || PyObject_SetAttr(b, dattr[D_RATIO], one_float) < 0
-            || PyObject_SetAttr(b, dattr[D_BUILT_STATE], state) < 0)
+        if (cached_set(b, dattr[D_BUILT], &dcache[D_BUILT], data) < 0
+            || cached_set(b, dattr[D_RATIO], &dcache[D_RATIO], one_float) < 0
+            || cached_set(b, dattr[D_BUILT_STATE], &dcache[D_BUILT_STATE], state) < 0)
             goto out;
     }
-    if ((stamp = PyTuple_Pack(3, v[D_PID], v[D_EPOCH], v[D_SEQ])) == NULL || PyObject_SetAttr(b, dattr[D_STAMP], stamp) < 0)
+    if ((stamp = PyTuple_Pack(3, v[D_PID], v[D_EPOCH], v[D_SEQ])) == NULL
+        || cached_set(b, dattr[D_STAMP], &dcache[D_STAMP], stamp) < 0)
         goto out;
     Py_ssize_t n = PyObject_Size(v[D_PENDING]);
     if (n < 0)
@@ -619,9 +629,11 @@ static PyObject *k_drained_request(PyObject *self, PyObject *const *args, Py_ssi
     }
     /* DrainedProduceRequest.of: no __init__, topic_data left unbuilt */
     if ((req = parts_request_type->tp_alloc(parts_request_type, 0)) == NULL
-        || PyObject_SetAttr(req, s_tid, args[2]) < 0 || PyObject_SetAttr(req, s_acks, args[3]) < 0
-        || PyObject_SetAttr(req, s_timeout, args[4]) < 0 || PyObject_SetAttr(req, dattr[D_UNKNOWN_TAGS], Py_None) < 0
-        || PyObject_SetAttr(req, s_parts, parts) < 0)
+        || cached_set(req, s_tid, &req_cache[RQ_TID], args[2]) < 0
+        || cached_set(req, s_acks, &req_cache[RQ_ACKS], args[3]) < 0
+        || cached_set(req, s_timeout, &req_cache[RQ_TIMEOUT], args[4]) < 0
+        || cached_set(req, dattr[D_UNKNOWN_TAGS], &req_cache[RQ_TAGS], Py_None) < 0
+        || cached_set(req, s_parts, &req_cache[RQ_PARTS], parts) < 0)
         goto fail;
     Py_DECREF(parts);
     return Py_BuildValue("(NNLL)", req, by_tp, records, size);

@@ -54,6 +54,20 @@ static inline PyObject *sr_get(PyObject *obj, int a)
     return cached_get(obj, srattr[a], &srcache[a]);
 }
 
+/* module.attr (new reference), NULL with an exception: from a plain module's dict (no attribute of the module type
+ * has these names), else by name (a module's __getattr__, another object) */
+static PyObject *sr_module_get(PyObject *module, int a)
+{
+    if (PyModule_CheckExact(module)) {
+        PyObject *v = PyDict_GetItemWithError(PyModule_GetDict(module), srattr[a]);
+        if (v != NULL)
+            return Py_NewRef(v);
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    return PyObject_GetAttr(module, srattr[a]);
+}
+
 /* obj.attr as an int of 64 bits: 0, or -1 with an exception */
 static int sr_int(PyObject *obj, int a, int64_t *out)
 {
@@ -125,8 +139,8 @@ static int send_round_request(PyObject *sender, PyObject *client, PyObject *metr
         goto done;
     /* partial(_native.kernel.handle_produce_response, reference, SUCCEEDED, sender, by_tp): the kernel as of now */
     {
-        PyObject *kernel = PyObject_GetAttr(PyTuple_GET_ITEM(completion, 0), srattr[SR_KERNEL]);
-        PyObject *handle = kernel == NULL ? NULL : PyObject_GetAttr(kernel, srattr[SR_HANDLE]);
+        PyObject *kernel = sr_module_get(PyTuple_GET_ITEM(completion, 0), SR_KERNEL);
+        PyObject *handle = kernel == NULL ? NULL : sr_module_get(kernel, SR_HANDLE);
         Py_XDECREF(kernel);
         if (handle == NULL)
             goto done;

@@ -1,8 +1,9 @@
 /* kernel/slot_access.c.h
  *
  * Attributes of slotted Python objects read and written at an offset cached per call site (slot_cache,
- * cached_get, cached_set, get_int_attr), plain ints read without a call (compact_int, take_int), and the kept ints of
- * the send path's counters (set_counter). The producer's and the network's hot objects go through these.
+ * cached_get, cached_read: borrowed, cached_set, get_int_attr), plain ints read without a call (compact_int,
+ * take_int), and the kept ints of the send path's counters (set_counter). The producer's and the network's hot
+ * objects go through these.
  * Uses: none of the other parts.
  */
 
@@ -104,6 +105,57 @@ static inline __attribute__((always_inline)) PyObject *cached_get(PyObject *obj,
             return Py_NewRef(v);
     }
     return PyObject_GetAttr(obj, name);
+}
+
+/* obj.name borrowed when its slot holds it (*owned then NULL), else read by name: the new reference is returned and
+ * also put in *owned, for the caller to drop (Py_XDECREF(*owned)) once done; NULL with an exception. For a read used
+ * before any Python code can run (a borrowed value lives only while obj keeps it in that slot): no reference count
+ * moved on the common case. */
+static inline __attribute__((always_inline)) PyObject *cached_read(PyObject *obj, PyObject *name, slot_cache *c,
+                                                                   PyObject **owned)
+{
+    Py_ssize_t off = slot_offset(obj, name, c);
+    if (off >= 0) {
+        PyObject *v = *(PyObject **)((char *)obj + off);
+        if (v != NULL) {
+            *owned = NULL;
+            return v;
+        }
+    }
+    return *owned = PyObject_GetAttr(obj, name);
+}
+
+/* read_slot(obj, name): cached_read at a call site of its own, as Python sees it (the tests'
+ * tests/unit/network/test_kernel_read_slots.py compare it with getattr across class changes and overrides) */
+static slot_cache read_slot_cache;
+static PyObject *read_slot_name; /* the name read_slot_cache is for: another name starts it anew */
+
+PyDoc_STRVAR(read_slot_doc,
+"read_slot(obj, name) -> (value, by_offset)\n\n"
+"obj.name as the kernel's cached reads read it (reference: getattr(obj, name)), and whether it was read at its\n"
+"slot's offset (else by name: a property, an override, an unset slot, a class without the slot).");
+
+static PyObject *k_read_slot(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "read_slot(obj, name: str)");
+        return NULL;
+    }
+    PyObject *obj = args[0], *name = args[1];
+    if (read_slot_name == NULL || PyUnicode_Compare(read_slot_name, name) != 0) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_XSETREF(read_slot_name, Py_NewRef(name));
+        read_slot_cache.type = NULL;
+    }
+    Py_ssize_t off = slot_offset(obj, name, &read_slot_cache);
+    PyObject *owned;
+    PyObject *v = cached_read(obj, name, &read_slot_cache, &owned);
+    if (v == NULL)
+        return NULL;
+    PyObject *r = PyTuple_Pack(2, v, off >= 0 && owned == NULL ? Py_True : Py_False);
+    Py_XDECREF(owned);
+    return r;
 }
 
 /* obj.name = v (0, or -1 with an exception), by offset when the cache allows. */
