@@ -33,7 +33,9 @@ typedef struct {
 static PyObject *pa_str_transactional_id, *pa_str_acks, *pa_str_topic_data, *pa_str_name, *pa_str_partition_data,
     *pa_str_index, *pa_str_records, *pa_str_num_partitions, *pa_str_append_checks, *pa_str_compacted, *pa_str_append,
     *pa_str_append_failed, *pa_str_has_watched, *pa_str_check_and_complete, *pa_str_high_watermark, *pa_str_lock,
-    *pa_str_value, *pa_str_inc, *pa_str_replication, *pa_str_metrics, *pa_str_append_counters, *pa_str_enter, *pa_str_exit, *pa_kwnames;
+    *pa_str_value, *pa_str_inc, *pa_str_replication, *pa_str_metrics, *pa_str_append_counters, *pa_str_enter, *pa_str_exit,
+    *pa_str_client_append_parts, *pa_str_acquire, *pa_str_release, *pa_str_log_start_offset, *pa_str_recovery_point,
+    *pa_kwnames;
 
 #define PA_OBJECTS(X)                                                                                                  \
     X(topics) X(logs) X(client_topics) X(fetch_purgatory) X(produce_purgatory) X(make_tp) X(make_key)                \
@@ -210,22 +212,96 @@ static int pa_wake(ProduceAppenderObject *self, PyObject *tp)
     return 0;
 }
 
+/* The end's common append under the log's lock, with the parts the log lends (Log.client_append_parts: its lock, its
+ * end, the clock's now) and its log start offset and recovery point read under the lock: the LogAppendInfo (a new
+ * reference) when done; None when the end declined (nothing done: the caller runs Log.append); NULL with the append's
+ * exception. */
+static PyObject *pa_end_append(ProduceAppenderObject *self, PyObject *lg, PyObject *parts, PyObject *records)
+{
+    PyObject *lock = PyTuple_GET_ITEM(parts, 0);
+    LogEndObject *end = (LogEndObject *)PyTuple_GET_ITEM(parts, 1);
+    PyObject *r = PyObject_CallMethodNoArgs(lock, pa_str_acquire);
+    if (r == NULL)
+        return NULL;
+    Py_DECREF(r);
+    PyObject *info = NULL, *recovery = NULL, *start = PyObject_GetAttr(lg, pa_str_log_start_offset);
+    if (start != NULL)
+        recovery = PyObject_GetAttr(lg, pa_str_recovery_point);
+    int appended = 0;
+    if (recovery != NULL) {
+        PyObject *args[6] = {records, PyTuple_GET_ITEM(parts, 2), self->leader_epoch, Py_True, start, recovery};
+        info = logend_append_core(end, args, &appended);
+    }
+    Py_XDECREF(start);
+    Py_XDECREF(recovery);
+    /* the lock's release, keeping the append's exception */
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    r = PyObject_CallMethodNoArgs(lock, pa_str_release);
+    if (r == NULL) {
+        Py_XDECREF(exc_type);
+        Py_XDECREF(exc_value);
+        Py_XDECREF(exc_tb);
+        Py_XDECREF(info);
+        return NULL;
+    }
+    Py_DECREF(r);
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+    if (info != NULL && !appended)
+        Py_SETREF(info, Py_NewRef(Py_None));
+    return info;
+}
+
+/* The single broker's append_as_leader of ``records`` to the log ``lg``: the end's common append (pa_end_append)
+ * where the log lends its parts, else or where it declines the log's public append (the reference). The
+ * LogAppendInfo (new reference), NULL with the append's exception; *end: the log's end (a new reference) where it is
+ * the kernel's type, else NULL. */
+static PyObject *pa_log_append(ProduceAppenderObject *self, PyObject *lg, PyObject *records, LogEndObject **end)
+{
+    *end = NULL;
+    PyObject *parts = PyObject_CallMethodNoArgs(lg, pa_str_client_append_parts);
+    if (parts == NULL)
+        return NULL;
+    if (PyTuple_CheckExact(parts) && PyTuple_GET_SIZE(parts) == 3 &&
+        Py_TYPE(PyTuple_GET_ITEM(parts, 1)) == &LogEndType) {
+        *end = (LogEndObject *)Py_NewRef(PyTuple_GET_ITEM(parts, 1));
+        PyObject *info = pa_end_append(self, lg, parts, records);
+        Py_DECREF(parts);
+        if (info != Py_None)
+            return info;
+        Py_DECREF(info);
+    } else {
+        Py_DECREF(parts);
+    }
+    PyObject *call[5] = {lg, records, self->origin, self->leader_epoch, Py_True};
+    return PyObject_VectorcallMethod(pa_str_append, call, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, pa_kwnames);
+}
+
 PyDoc_STRVAR(pa_append_doc,
-"append(body, replica_manager, /) -> tuple | None\n\n"
+"append(body, replica_manager, version, correlation_id, /) -> tuple | None\n\n"
 "A single broker's common Produce request (``body``, a ProduceRequest) appended and answered up to its results:\n"
-"(order, results, pending) with order [tp], results {tp: PartitionResponse} and pending None when the answer may go\n"
-"now, else the Log appended to (acks=-1, the high watermark not past the append yet: the replica manager delays the\n"
-"answer). None, nothing done, for any other request (see the part's opening comment). ``replica_manager``: its\n"
+"(order, results, pending, frame) with order [tp], results {tp: PartitionResponse}, pending None when the answer may\n"
+"go now, else the Log appended to (acks=-1, the high watermark, read from the log's end, not past the append yet: the\n"
+"replica manager delays the answer), and frame the whole answer at ``version`` for ``correlation_id`` (bytes: the\n"
+"append done and answered now) or None (the handler builds the answer from the results). None, nothing done, for\n"
+"any other request (see the part's opening comment). ``replica_manager``: its\n"
 "replication (declined unless the single broker's), its metrics and append_counters() (BytesIn / MessagesIn, asked\n"
 "once) and append_failed(tp, error), which answers an append that raised (not kept).");
 
 static PyObject *pa_append(ProduceAppenderObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "append takes 2 arguments");
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "append takes 4 arguments");
         return NULL;
     }
     PyObject *body = args[0], *rm = args[1];
+    long version = PyLong_AsLong(args[2]);
+    if (version == -1 && PyErr_Occurred())
+        return NULL;
+    long long correlation_id = PyLong_AsLongLong(args[3]);
+    if (correlation_id == -1 && PyErr_Occurred())
+        return NULL;
+    LogEndObject *end = NULL;
     PyObject *out = NULL, *v = NULL, *topic_data = NULL, *partition_data = NULL, *name = NULL, *index = NULL;
     PyObject *records = NULL, *md = NULL, *tp = NULL, *lg = NULL, *info = NULL, *result = NULL;
 
@@ -335,10 +411,7 @@ static PyObject *pa_append(ProduceAppenderObject *self, PyObject *const *args, P
     Py_CLEAR(v);
 
     /* ---- the append (the single broker's append_as_leader) and its result ---- */
-    {
-        PyObject *call[5] = {lg, records, self->origin, self->leader_epoch, Py_True};
-        info = PyObject_VectorcallMethod(pa_str_append, call, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, pa_kwnames);
-    }
+    info = pa_log_append(self, lg, records, &end);
     long long first = -1, last = -1;
     int appended = 0;
     if (info == NULL) {
@@ -412,10 +485,16 @@ static PyObject *pa_append(ProduceAppenderObject *self, PyObject *const *args, P
             goto error;
         }
         if (acks == -1) {
-            /* the single broker's check_enough_replicas: the high watermark at or past the append's end */
-            PyObject *hw = PyObject_GetAttr(lg, pa_str_high_watermark);
-            long long mark = hw == NULL ? -1 : PyLong_AsLongLong(hw);
-            Py_XDECREF(hw);
+            /* the single broker's check_enough_replicas (no followers): the high watermark at or past the append's
+             * end, read from the log's end where it is the kernel's (Log.high_watermark's value) */
+            long long mark;
+            if (end != NULL) {
+                mark = end->high_watermark;
+            } else {
+                PyObject *hw = PyObject_GetAttr(lg, pa_str_high_watermark);
+                mark = hw == NULL ? -1 : PyLong_AsLongLong(hw);
+                Py_XDECREF(hw);
+            }
             if (mark == -1 && PyErr_Occurred()) {
                 Py_DECREF(order);
                 Py_DECREF(results);
@@ -425,7 +504,23 @@ static PyObject *pa_append(ProduceAppenderObject *self, PyObject *const *args, P
                 pending = lg;
         }
     }
-    out = PyTuple_Pack(3, order, results, pending);
+    /* the answer's frame where the append was done and the answer goes now */
+    PyObject *frame = Py_None;
+    if (appended && pending == Py_None) {
+        long long append_time = PyLong_AsLongLong(PyTuple_GET_ITEM(info, 4));
+        long long log_start = append_time == -1 && PyErr_Occurred() ? -1 : PyLong_AsLongLong(PyTuple_GET_ITEM(info, 5));
+        frame = PyErr_Occurred() ? NULL :
+                pr_appended_frame(version, correlation_id, name, partition, first, append_time, log_start);
+    } else {
+        Py_INCREF(frame);
+    }
+    if (frame == NULL) {
+        Py_DECREF(order);
+        Py_DECREF(results);
+        goto error;
+    }
+    out = PyTuple_Pack(4, order, results, pending, frame);
+    Py_DECREF(frame);
     Py_DECREF(order);
     Py_DECREF(results);
     goto done;
@@ -451,6 +546,7 @@ done:
     Py_XDECREF(lg);
     Py_XDECREF(info);
     Py_XDECREF(result);
+    Py_XDECREF(end);
     return out;
 }
 
@@ -501,6 +597,11 @@ static int pa_strings(void)
     PA_STR(pa_str_append_counters, "append_counters")
     PA_STR(pa_str_enter, "__enter__")
     PA_STR(pa_str_exit, "__exit__")
+    PA_STR(pa_str_client_append_parts, "client_append_parts")
+    PA_STR(pa_str_acquire, "acquire")
+    PA_STR(pa_str_release, "release")
+    PA_STR(pa_str_log_start_offset, "log_start_offset")
+    PA_STR(pa_str_recovery_point, "recovery_point")
 #undef PA_STR
     pa_kwnames = Py_BuildValue("(sss)", "origin", "leader_epoch", "raise_high_watermark");
     return pa_kwnames == NULL ? -1 : 0;
