@@ -268,6 +268,16 @@ def test_a_log_with_a_leader_epoch_cache_answers_as_the_reference(pair: Pair) ->
     run_both(pair, SCENARIOS["next batches"] + SCENARIOS["retry"] + SCENARIOS["sequence gap"], prepare=with_cache)
 
 
+def test_a_log_past_its_start_answers_as_the_reference(pair: Pair) -> None:
+    # a log start offset (DeleteRecords) other than the recovery point: each read under the lock, answered (v5+)
+    def delete_records(rm: ReplicaManager, topic: str) -> None:
+        lg = rm.log_manager.get_log(topic, 0)
+        assert lg is not None
+        assert lg.delete_records_before(1) == 1 != lg.recovery_point
+
+    run_both(pair, SCENARIOS["next batches"] + SCENARIOS["no producer"], prepare=delete_records)
+
+
 def test_a_fault_injector_drops_the_answer_as_the_reference(pair: Pair) -> None:
     # the appender's ready frame is not sent where a (test-only) fault injector may drop the answer
     injectors = [FaultInjector(), FaultInjector()]
