@@ -53,7 +53,7 @@ from mini_broker.log.fetch_data_info import FetchDataInfo, LogAppendInfo, Timest
 from mini_broker.log.leader_epoch_cache import LeaderEpochCache
 from mini_broker.log.local_log import offset_of_max_timestamp, offset_of_timestamp, parse_topic_partition, read_segments
 from mini_broker.log.log_config import LogConfig
-from mini_broker.log.log_end import new_log_end
+from mini_broker.log.log_end import LogEndApi, new_log_end
 from mini_broker.log.log_loader import SWAP_FILE_SUFFIX, load_segments
 from mini_broker.log.log_offset_metadata import FetchIsolation, LogOffsetMetadata
 from mini_broker.log.log_segment import AppendedBatch, LogSegment
@@ -333,6 +333,16 @@ class Log:
         return self._end.high_watermark
 
     # -- append ---------------------------------------------------------------------------------------
+    def client_append_parts(self) -> tuple[threading.RLock, LogEndApi, int] | None:
+        """What a compiled client append needs to do :meth:`append`'s common step itself, in one call: the log's lock,
+        its end (whose ``append_client`` it calls under the lock, with this log's :attr:`log_start_offset` and
+        :attr:`recovery_point` read under it too) and the clock's now (ms). None when a client append does not take that
+        step (the log keeps a leader epoch cache): the caller calls :meth:`append`. A closed log's end declines (its
+        segment's tail is closed): the caller then calls :meth:`append` too, which raises."""
+        if self._epoch_cache is not None:
+            return None
+        return self._lock, self._end, self._time.milliseconds()
+
     def append(
         self,
         records: bytes | bytearray | memoryview,

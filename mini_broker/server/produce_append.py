@@ -5,9 +5,11 @@ The reference is the Python path it skips: :func:`mini_broker.server.apis.produc
 compiled call takes a request without a transactional id, acks 1 or -1, one topic with one partition whose records
 are one memoryview of a non-transactional v2 batch, on a topic a client append found valid before and a partition the
 metadata cache knows, the log manager holds and is not compacted, on a replica manager whose replication is the
-single broker's; it appends through the log's public ``Log.append`` (whose own compiled common append, ``LogEnd``, then
-runs), counts BytesIn / MessagesIn, builds the PartitionResponse, wakes the purgatories' operations watching the
-partition and, for acks=-1, reads the high watermark. It declines (None, nothing done) for anything else, so that the
+single broker's; it appends through the log's compiled common append (``LogEnd``) under the log's lock with the parts
+``Log.client_append_parts`` lends (through the public ``Log.append`` where the log lends none or the end declines),
+counts BytesIn / MessagesIn, builds the PartitionResponse, wakes the purgatories' operations watching the partition,
+for acks=-1 reads the high watermark from the log's end (no followers), and where the answer goes now encodes its
+frame (the handler sends it with ``KafkaApis.send_frame``). It declines (None, nothing done) for anything else, so that the
 reference runs; an append that raised is answered by :meth:`ReplicaManager.append_failed`, the reference's.
 
 Without the kernel (``PYKAFKA_NO_NATIVE=1``) there is no appender: :func:`new_produce_appender` returns None and every
@@ -34,10 +36,11 @@ _Response = TypeVar("_Response")
 class ProduceAppender(Protocol[_Manager, _Response]):
     """What the produce handler calls (the kernel's type)."""
 
-    def append(self, body: object, replica_manager: _Manager, /) -> tuple[
-            list[TopicPartition], dict[TopicPartition, _Response], Log | None] | None:
-        """(order, results, pending) of the request ``body`` appended (pending: the log of an acks=-1 append whose
-        answer waits for the replicas, else None); None where it declines, nothing done."""
+    def append(self, body: object, replica_manager: _Manager, version: int, correlation_id: int, /) -> tuple[
+            list[TopicPartition], dict[TopicPartition, _Response], Log | None, bytes | None] | None:
+        """(order, results, pending, frame) of the request ``body`` appended (pending: the log of an acks=-1 append
+        whose answer waits for the replicas, else None; frame: where the append was done and the answer goes now, the
+        whole answer at ``version`` for ``correlation_id``, else None); None where it declines, nothing done."""
 
 
 _R = TypeVar("_R")

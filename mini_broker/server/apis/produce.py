@@ -148,11 +148,14 @@ def handle(apis: KafkaApis, request: Request) -> None:
     if appender is not None and broker.authorizer is None and _native.kernel is not None:
         # a single broker's common request (one partition, no transaction, acks 1 or -1) appended in one compiled call
         # (see mini_broker.server.produce_append); declined (None): the reference below
-        done = appender.append(body, rm)
+        done = appender.append(body, rm, version, request.context.correlation_id)
         if done is not None:
-            one, results, pending = done
+            one, results, pending, frame = done
             if pending is None:
-                _respond(apis, broker, request, body.acks, version, one, None, results)
+                # the appender's frame where no fault injector may drop the answer (test-only) and nothing would change
+                # it on the way (send_frame declines: the reference's answer)
+                if frame is None or broker.faults is not None or not apis.send_frame(request, frame):
+                    _respond(apis, broker, request, body.acks, version, one, None, results)
             else:
                 rm.delay_produce(body.timeout_ms, results, partial(
                     _respond, apis, broker, request, body.acks, version, one, None))

@@ -190,12 +190,10 @@ PyDoc_STRVAR(logend_append_client_doc,
 "the high watermark raised (when raise_high_watermark), and the LogAppendInfo returned. Otherwise nothing is done:\n"
 "the header fields (the ClientBatch single_client_batch gives) when the batch was checked and accepted, else None.");
 
-static PyObject *logend_append_client(LogEndObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* append_client's work on its six arguments; *appended set to 1 when the batch was appended (the result is then the
+ * LogAppendInfo), left alone otherwise. The produce appender calls it under the log's lock too (pa_log_append). */
+static PyObject *logend_append_core(LogEndObject *self, PyObject *const *args, int *appended)
 {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "append_client takes 6 arguments");
-        return NULL;
-    }
     SegTailObject *tail = self->tail;
     if (tail == NULL || !self->configured || self->log_append_time || !PyMemoryView_Check(args[0]) ||
         self->end_metadata == NULL || !PyTuple_Check(self->end_metadata) || PyTuple_GET_SIZE(self->end_metadata) < 1)
@@ -311,6 +309,7 @@ static PyObject *logend_append_client(LogEndObject *self, PyObject *const *args,
         if (result == NULL)
             goto error;
     }
+    *appended = 1;
     goto out;
 checked:
     if (PyErr_Occurred())
@@ -331,6 +330,16 @@ error:
     Py_XDECREF(key);
     PyBuffer_Release(&view);
     return NULL;
+}
+
+static PyObject *logend_append_client(LogEndObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "append_client takes 6 arguments");
+        return NULL;
+    }
+    int appended = 0;
+    return logend_append_core(self, args, &appended);
 }
 
 static PyMethodDef logend_methods[] = {

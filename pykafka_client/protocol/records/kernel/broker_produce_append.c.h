@@ -5,12 +5,16 @@
  * one topic with one partition whose records are one memoryview of a non-transactional v2 batch, on a topic a client
  * append found valid before and a partition the metadata cache knows and the log manager holds, not compacted. It
  * reads the request's fields, looks the partition and its log up in the maps it is lent (the metadata cache's topics,
- * the log manager's logs, the replica manager's valid client topic names), appends through the log's public append
- * (the single broker's append_as_leader), counts BytesIn / MessagesIn (metrics.inc_pair), builds the PartitionResponse,
- * wakes the purgatories' operations watching the partition and, for acks=-1, reads the high watermark (the single
- * broker's check_enough_replicas). It declines (None, nothing done) before the append for anything else; after it, an
- * append that raised is answered by the replica manager's append_failed (the reference's except branches).
- * Uses no earlier part (its look at the batch header reads the two bytes any_transactional reads). */
+ * the log manager's logs, the replica manager's valid client topic names), appends (the single broker's
+ * append_as_leader) through the log end's common append (logend_append_core) under the log's lock with the parts the
+ * log lends (Log.client_append_parts), or through the log's public append where it lends none or the end declines,
+ * counts BytesIn / MessagesIn (metrics.inc_pair), builds the PartitionResponse, wakes the purgatories' operations
+ * watching the partition, for acks=-1 reads the high watermark from the log's end (the single broker's
+ * check_enough_replicas: no followers), and where the answer goes now encodes its frame (pr_appended_frame). It
+ * declines (None, nothing done) before the append for anything else; after it, an append that raised is answered by
+ * the replica manager's append_failed (the reference's except branches).
+ * Uses broker_log_end (LogEnd, logend_append_core) and broker_produce_response (pr_appended_frame); its look at the
+ * batch header reads the two bytes any_transactional reads. */
 
 typedef struct {
     PyObject_HEAD
@@ -22,8 +26,9 @@ typedef struct {
     PyObject *make_tp, *make_key, *make_response;
     /* Log.append's keyword values: the client origin, the leader epoch, True (raise the high watermark) */
     PyObject *origin, *leader_epoch;
-    /* the replica manager's BytesIn / MessagesIn counter pair, once asked (append_counters) */
-    PyObject *counters;
+    /* the replica manager's BytesIn / MessagesIn counter pair, once asked (append_counters), and the lock they share
+     * (read with them: None where each has its own) */
+    PyObject *counters, *counters_lock;
     /* CorruptRecordError and its message for an append that found no batch */
     PyObject *no_batches_error, *no_batches_message;
     /* the single broker's replication strategy's class (another replica manager's strategy: declined) */
@@ -33,11 +38,13 @@ typedef struct {
 static PyObject *pa_str_transactional_id, *pa_str_acks, *pa_str_topic_data, *pa_str_name, *pa_str_partition_data,
     *pa_str_index, *pa_str_records, *pa_str_num_partitions, *pa_str_append_checks, *pa_str_compacted, *pa_str_append,
     *pa_str_append_failed, *pa_str_has_watched, *pa_str_check_and_complete, *pa_str_high_watermark, *pa_str_lock,
-    *pa_str_value, *pa_str_inc, *pa_str_replication, *pa_str_metrics, *pa_str_append_counters, *pa_str_enter, *pa_str_exit, *pa_kwnames;
+    *pa_str_value, *pa_str_inc, *pa_str_replication, *pa_str_metrics, *pa_str_append_counters,
+    *pa_str_client_append_parts, *pa_str_acquire, *pa_str_release, *pa_str_log_start_offset, *pa_str_recovery_point,
+    *pa_kwnames;
 
 #define PA_OBJECTS(X)                                                                                                  \
     X(topics) X(logs) X(client_topics) X(fetch_purgatory) X(produce_purgatory) X(make_tp) X(make_key)                \
-    X(make_response) X(origin) X(leader_epoch) X(counters) X(no_batches_error)                  \
+    X(make_response) X(origin) X(leader_epoch) X(counters) X(counters_lock) X(no_batches_error)                  \
     X(no_batches_message) X(single_broker)
 
 static int pa_traverse(ProduceAppenderObject *self, visitproc visit, void *arg)
@@ -94,7 +101,8 @@ static int pa_plain_records(PyObject *records, Py_ssize_t *size)
 }
 
 /* metrics.inc_pair(bytes_in, nbytes, messages_in, count) on the replica manager's pair (asked once: its
- * append_counters()), where it has metrics. */
+ * append_counters(), with the lock the two share, read once too: counters made together keep theirs), where it has
+ * metrics. */
 static int pa_count(ProduceAppenderObject *self, PyObject *rm, Py_ssize_t nbytes, long long count)
 {
     PyObject *metrics = PyObject_GetAttr(rm, pa_str_metrics);
@@ -112,26 +120,31 @@ static int pa_count(ProduceAppenderObject *self, PyObject *rm, Py_ssize_t nbytes
             PyErr_SetString(PyExc_TypeError, "append_counters must return a pair");
             return -1;
         }
-        if (self->counters == NULL)
+        PyObject *lock = PyObject_GetAttr(PyTuple_GET_ITEM(pair, 0), pa_str_lock);
+        PyObject *other = lock == NULL ? NULL : PyObject_GetAttr(PyTuple_GET_ITEM(pair, 1), pa_str_lock);
+        if (other == NULL) {
+            Py_XDECREF(lock);
+            Py_DECREF(pair);
+            return -1;
+        }
+        Py_DECREF(other);
+        if (lock != other)
+            Py_SETREF(lock, Py_NewRef(Py_None));
+        if (self->counters == NULL) {
             self->counters = pair;
-        else
+            Py_XSETREF(self->counters_lock, lock);
+        } else {
             Py_DECREF(pair); /* another thread asked meanwhile: the same pair */
+            Py_DECREF(lock);
+        }
     }
     PyObject *first = PyTuple_GET_ITEM(self->counters, 0), *second = PyTuple_GET_ITEM(self->counters, 1);
-    PyObject *lock = PyObject_GetAttr(first, pa_str_lock);
-    if (lock == NULL)
-        return -1;
-    PyObject *other = PyObject_GetAttr(second, pa_str_lock);
-    if (other == NULL) {
-        Py_DECREF(lock);
-        return -1;
-    }
-    Py_DECREF(other);
+    PyObject *lock = self->counters_lock;
     PyObject *n = PyLong_FromSsize_t(nbytes), *m = PyLong_FromLongLong(count);
     int rc = -1;
     if (n == NULL || m == NULL)
         goto done;
-    if (lock != other) {
+    if (lock == Py_None) {
         /* counters made apart: first.inc(n), then second.inc(m) */
         PyObject *r = PyObject_CallMethodOneArg(first, pa_str_inc, n);
         if (r == NULL)
@@ -144,7 +157,7 @@ static int pa_count(ProduceAppenderObject *self, PyObject *rm, Py_ssize_t nbytes
         rc = 0;
         goto done;
     }
-    PyObject *r = PyObject_CallMethodNoArgs(lock, pa_str_enter);
+    PyObject *r = PyObject_CallMethodNoArgs(lock, pa_str_acquire);
     if (r == NULL)
         goto done;
     Py_DECREF(r);
@@ -158,11 +171,11 @@ static int pa_count(ProduceAppenderObject *self, PyObject *rm, Py_ssize_t nbytes
             failed = 1;
         Py_XDECREF(sum);
     }
-    /* the lock's __exit__ with no exception (the counters' update cannot raise but on memory) */
+    /* the release (the counters' update cannot raise but on memory: its error kept) */
     PyObject *exc_type = NULL, *exc_value = NULL, *exc_tb = NULL;
     if (failed)
         PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-    r = PyObject_CallMethodObjArgs(lock, pa_str_exit, Py_None, Py_None, Py_None, NULL);
+    r = PyObject_CallMethodNoArgs(lock, pa_str_release);
     if (failed) {
         Py_XDECREF(r);
         PyErr_Restore(exc_type, exc_value, exc_tb);
@@ -173,7 +186,6 @@ static int pa_count(ProduceAppenderObject *self, PyObject *rm, Py_ssize_t nbytes
     Py_DECREF(r);
     rc = 0;
 done:
-    Py_DECREF(lock);
     Py_XDECREF(n);
     Py_XDECREF(m);
     return rc;
@@ -210,22 +222,104 @@ static int pa_wake(ProduceAppenderObject *self, PyObject *tp)
     return 0;
 }
 
+/* The end's common append under the log's lock, with the parts the log lends (Log.client_append_parts: its lock, its
+ * end, the clock's now) and its log start offset and recovery point read under the lock: the LogAppendInfo (a new
+ * reference) when done; None when the end declined (nothing done: the caller runs Log.append); NULL with the append's
+ * exception. */
+static PyObject *pa_end_append(ProduceAppenderObject *self, PyObject *lg, PyObject *parts, PyObject *records)
+{
+    PyObject *lock = PyTuple_GET_ITEM(parts, 0);
+    LogEndObject *end = (LogEndObject *)PyTuple_GET_ITEM(parts, 1);
+    PyObject *r = PyObject_CallMethodNoArgs(lock, pa_str_acquire);
+    if (r == NULL)
+        return NULL;
+    Py_DECREF(r);
+    PyObject *info = NULL, *recovery = NULL, *start = PyObject_GetAttr(lg, pa_str_log_start_offset);
+    if (start != NULL)
+        recovery = PyObject_GetAttr(lg, pa_str_recovery_point);
+    int appended = 0;
+    if (recovery != NULL) {
+        PyObject *args[6] = {records, PyTuple_GET_ITEM(parts, 2), self->leader_epoch, Py_True, start, recovery};
+        info = logend_append_core(end, args, &appended);
+    }
+    Py_XDECREF(start);
+    Py_XDECREF(recovery);
+    /* the lock's release, keeping the append's exception */
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    r = PyObject_CallMethodNoArgs(lock, pa_str_release);
+    if (r == NULL) {
+        Py_XDECREF(exc_type);
+        Py_XDECREF(exc_value);
+        Py_XDECREF(exc_tb);
+        Py_XDECREF(info);
+        return NULL;
+    }
+    Py_DECREF(r);
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+    if (info != NULL && !appended)
+        Py_SETREF(info, Py_NewRef(Py_None));
+    return info;
+}
+
+/* The single broker's append_as_leader of ``records`` to the log ``lg``: the end's common append (pa_end_append)
+ * with the ``parts`` the log lent (pa_parts; NULL: none), else or where it declines the log's public append (the
+ * reference). The LogAppendInfo (new reference), NULL with the append's exception. */
+static PyObject *pa_log_append(ProduceAppenderObject *self, PyObject *lg, PyObject *records, PyObject *parts)
+{
+    if (parts != NULL) {
+        PyObject *info = pa_end_append(self, lg, parts, records);
+        if (info != Py_None)
+            return info;
+        Py_DECREF(info);
+    }
+    PyObject *call[5] = {lg, records, self->origin, self->leader_epoch, Py_True};
+    return PyObject_VectorcallMethod(pa_str_append, call, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, pa_kwnames);
+}
+
+/* The log's Log.client_append_parts() where they hold the kernel's LogEnd, configured: 1 with *parts (a new
+ * reference) and *end (borrowed from it); 0, nothing kept, where the log lends none or of another kind; -1 on error. */
+static int pa_parts(PyObject *lg, PyObject **parts, LogEndObject **end)
+{
+    PyObject *got = PyObject_CallMethodNoArgs(lg, pa_str_client_append_parts);
+    if (got == NULL)
+        return -1;
+    if (PyTuple_CheckExact(got) && PyTuple_GET_SIZE(got) == 3 && Py_TYPE(PyTuple_GET_ITEM(got, 1)) == &LogEndType &&
+        ((LogEndObject *)PyTuple_GET_ITEM(got, 1))->configured) {
+        *parts = got;
+        *end = (LogEndObject *)PyTuple_GET_ITEM(got, 1);
+        return 1;
+    }
+    Py_DECREF(got);
+    return 0;
+}
+
 PyDoc_STRVAR(pa_append_doc,
-"append(body, replica_manager, /) -> tuple | None\n\n"
+"append(body, replica_manager, version, correlation_id, /) -> tuple | None\n\n"
 "A single broker's common Produce request (``body``, a ProduceRequest) appended and answered up to its results:\n"
-"(order, results, pending) with order [tp], results {tp: PartitionResponse} and pending None when the answer may go\n"
-"now, else the Log appended to (acks=-1, the high watermark not past the append yet: the replica manager delays the\n"
-"answer). None, nothing done, for any other request (see the part's opening comment). ``replica_manager``: its\n"
+"(order, results, pending, frame) with order [tp], results {tp: PartitionResponse}, pending None when the answer may\n"
+"go now, else the Log appended to (acks=-1, the high watermark, read from the log's end, not past the append yet: the\n"
+"replica manager delays the answer), and frame the whole answer at ``version`` for ``correlation_id`` (bytes: the\n"
+"append done and answered now) or None (the handler builds the answer from the results). None, nothing done, for\n"
+"any other request (see the part's opening comment). ``replica_manager``: its\n"
 "replication (declined unless the single broker's), its metrics and append_counters() (BytesIn / MessagesIn, asked\n"
 "once) and append_failed(tp, error), which answers an append that raised (not kept).");
 
 static PyObject *pa_append(ProduceAppenderObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "append takes 2 arguments");
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "append takes 4 arguments");
         return NULL;
     }
     PyObject *body = args[0], *rm = args[1];
+    long version = PyLong_AsLong(args[2]);
+    if (version == -1 && PyErr_Occurred())
+        return NULL;
+    long long correlation_id = PyLong_AsLongLong(args[3]);
+    if (correlation_id == -1 && PyErr_Occurred())
+        return NULL;
+    LogEndObject *end = NULL; /* the log's end (borrowed from parts) where the log lends its parts */
+    PyObject *parts = NULL;
     PyObject *out = NULL, *v = NULL, *topic_data = NULL, *partition_data = NULL, *name = NULL, *index = NULL;
     PyObject *records = NULL, *md = NULL, *tp = NULL, *lg = NULL, *info = NULL, *result = NULL;
 
@@ -320,25 +414,31 @@ static PyObject *pa_append(ProduceAppenderObject *self, PyObject *const *args, P
         goto decline;
     }
     Py_INCREF(lg);
-    v = PyObject_GetAttr(lg, pa_str_append_checks);
-    if (v == NULL)
+    /* the log's parts (nothing changes: the clock is read), whose end knows the log's append checks */
+    int lent = pa_parts(lg, &parts, &end);
+    if (lent < 0)
         goto error;
-    PyObject *compacted = PyObject_GetAttr(v, pa_str_compacted);
-    if (compacted == NULL)
-        goto error;
-    int is_compacted = PyObject_IsTrue(compacted);
-    Py_DECREF(compacted);
-    if (is_compacted < 0)
-        goto error;
+    int is_compacted;
+    if (lent) {
+        is_compacted = end->compacted;
+    } else {
+        v = PyObject_GetAttr(lg, pa_str_append_checks);
+        if (v == NULL)
+            goto error;
+        PyObject *compacted = PyObject_GetAttr(v, pa_str_compacted);
+        if (compacted == NULL)
+            goto error;
+        is_compacted = PyObject_IsTrue(compacted);
+        Py_DECREF(compacted);
+        if (is_compacted < 0)
+            goto error;
+        Py_CLEAR(v);
+    }
     if (is_compacted)
         goto decline;
-    Py_CLEAR(v);
 
     /* ---- the append (the single broker's append_as_leader) and its result ---- */
-    {
-        PyObject *call[5] = {lg, records, self->origin, self->leader_epoch, Py_True};
-        info = PyObject_VectorcallMethod(pa_str_append, call, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, pa_kwnames);
-    }
+    info = pa_log_append(self, lg, records, parts);
     long long first = -1, last = -1;
     int appended = 0;
     if (info == NULL) {
@@ -412,10 +512,16 @@ static PyObject *pa_append(ProduceAppenderObject *self, PyObject *const *args, P
             goto error;
         }
         if (acks == -1) {
-            /* the single broker's check_enough_replicas: the high watermark at or past the append's end */
-            PyObject *hw = PyObject_GetAttr(lg, pa_str_high_watermark);
-            long long mark = hw == NULL ? -1 : PyLong_AsLongLong(hw);
-            Py_XDECREF(hw);
+            /* the single broker's check_enough_replicas (no followers): the high watermark at or past the append's
+             * end, read from the log's end where it is the kernel's (Log.high_watermark's value) */
+            long long mark;
+            if (end != NULL) {
+                mark = end->high_watermark;
+            } else {
+                PyObject *hw = PyObject_GetAttr(lg, pa_str_high_watermark);
+                mark = hw == NULL ? -1 : PyLong_AsLongLong(hw);
+                Py_XDECREF(hw);
+            }
             if (mark == -1 && PyErr_Occurred()) {
                 Py_DECREF(order);
                 Py_DECREF(results);
@@ -425,7 +531,23 @@ static PyObject *pa_append(ProduceAppenderObject *self, PyObject *const *args, P
                 pending = lg;
         }
     }
-    out = PyTuple_Pack(3, order, results, pending);
+    /* the answer's frame where the append was done and the answer goes now */
+    PyObject *frame = Py_None;
+    if (appended && pending == Py_None) {
+        long long append_time = PyLong_AsLongLong(PyTuple_GET_ITEM(info, 4));
+        long long log_start = append_time == -1 && PyErr_Occurred() ? -1 : PyLong_AsLongLong(PyTuple_GET_ITEM(info, 5));
+        frame = PyErr_Occurred() ? NULL :
+                pr_appended_frame(version, correlation_id, name, partition, first, append_time, log_start);
+    } else {
+        Py_INCREF(frame);
+    }
+    if (frame == NULL) {
+        Py_DECREF(order);
+        Py_DECREF(results);
+        goto error;
+    }
+    out = PyTuple_Pack(4, order, results, pending, frame);
+    Py_DECREF(frame);
     Py_DECREF(order);
     Py_DECREF(results);
     goto done;
@@ -451,6 +573,7 @@ done:
     Py_XDECREF(lg);
     Py_XDECREF(info);
     Py_XDECREF(result);
+    Py_XDECREF(parts);
     return out;
 }
 
@@ -499,8 +622,11 @@ static int pa_strings(void)
     PA_STR(pa_str_replication, "replication")
     PA_STR(pa_str_metrics, "metrics")
     PA_STR(pa_str_append_counters, "append_counters")
-    PA_STR(pa_str_enter, "__enter__")
-    PA_STR(pa_str_exit, "__exit__")
+    PA_STR(pa_str_client_append_parts, "client_append_parts")
+    PA_STR(pa_str_acquire, "acquire")
+    PA_STR(pa_str_release, "release")
+    PA_STR(pa_str_log_start_offset, "log_start_offset")
+    PA_STR(pa_str_recovery_point, "recovery_point")
 #undef PA_STR
     pa_kwnames = Py_BuildValue("(sss)", "origin", "leader_epoch", "raise_high_watermark");
     return pa_kwnames == NULL ? -1 : 0;
@@ -544,6 +670,7 @@ static PyObject *k_produce_appender(PyObject *self, PyObject *const *args, Py_ss
     o->origin = Py_NewRef(args[8]);
     o->leader_epoch = Py_NewRef(args[9]);
     o->counters = NULL;
+    o->counters_lock = NULL;
     o->no_batches_error = Py_NewRef(args[10]);
     o->no_batches_message = Py_NewRef(args[11]);
     o->single_broker = Py_NewRef(args[12]);

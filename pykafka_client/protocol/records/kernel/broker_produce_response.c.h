@@ -434,6 +434,49 @@ static PyObject *k_produce_results_frame(PyObject *self, PyObject *const *args, 
     return out;
 }
 
+/* The frame of the answer to a request of one topic's one partition whose append was done: error code 0, no record
+ * errors, no error message, no leader hint, no throttle, no node endpoints (produce_results_frame's bytes for such a
+ * result, without the PartitionResponse read back). The produce appender's (broker_produce_append.c.h). Bytes; None
+ * where it declines (a version outside v3-v11, a value the wire cannot hold); NULL on error. */
+static PyObject *pr_appended_frame(long version, long long correlation_id, PyObject *topic, long long index,
+                                   long long base_offset, long long log_append_time, long long log_start_offset)
+{
+    if (version < 3 || version > 11 || correlation_id < INT32_MIN || correlation_id > INT32_MAX ||
+        index < INT32_MIN || index > INT32_MAX)
+        Py_RETURN_NONE;
+    int flexible = version >= 9;
+    pr_out o = {NULL, 0, 0};
+    int r = pr_reserve(&o, 128) < 0 ? -1 : 0;
+    if (r == 0) {
+        o.len = flexible ? 9 : 8; /* size, correlation id (and the header's tags), written below */
+        r = pr_count(&o, 1, flexible);
+    }
+    if (r == 0)
+        r = rf_name(&o, topic, flexible);
+    if (r == 0)
+        r = pr_count(&o, 1, flexible);
+    if (r == 0)
+        r = pr_plain_partition(&o, version, index, 0, base_offset, log_append_time, log_start_offset);
+    if (r == 0 && flexible)
+        r = pr_uvarint(&o, 0); /* the topic's tags */
+    if (r == 0)
+        r = pr_be(&o, 0, 4) < 0 || (flexible && pr_uvarint(&o, 0) < 0) ? -1 : 0; /* no throttle time, the tags */
+    PyObject *out = NULL;
+    if (r == 0 && o.len - 4 > INT32_MAX)
+        r = 1;
+    if (r == 0) {
+        wr_be(o.buf, (uint64_t)(o.len - 4), 4);
+        wr_be(o.buf + 4, (uint64_t)correlation_id, 4);
+        if (flexible)
+            o.buf[8] = 0;
+        out = PyBytes_FromStringAndSize((const char *)o.buf, o.len);
+    } else if (r == 1) {
+        out = Py_NewRef(Py_None);
+    }
+    PyMem_Free(o.buf);
+    return out;
+}
+
 PyDoc_STRVAR(any_transactional_doc,
     "any_transactional(entries) -> bool | None\n\n"
     "Whether the first batch of any entry's records (``entries``: a list of (tp, records) pairs) is a v2 batch with\n"
