@@ -29,6 +29,7 @@ from pykafka_client.protocol.messages import HeartbeatRequest
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import Node
 from pykafka_client.utils.time import MockTime
+from tests.unit.lockstep import run_in_lockstep
 
 kernel = _native.loaded_kernel()
 pytestmark = pytest.mark.skipif(kernel is None, reason="the kernel is not built")
@@ -229,16 +230,7 @@ def _outcome(w: World, op: tuple[Any, ...]) -> Any:
 @settings(max_examples=500, deadline=None)
 @given(_OPS)
 def test_the_compiled_send_path_does_what_the_reference_does(ops: list[tuple[Any, ...]]) -> None:
-    compiled, reference = World(True), World(False)
-    try:
-        assert compiled.state() == reference.state()
-        for op in ops:
-            got, want = _outcome(compiled, op), _outcome(reference, op)
-            assert got == want, op
-            assert compiled.state() == reference.state(), op
-    finally:
-        compiled.close()
-        reference.close()
+    run_in_lockstep(World(True), World(False), ops, _outcome)
 
 
 def test_the_client_is_its_path_s_ready_and_send_and_is_freed_by_refcount() -> None:

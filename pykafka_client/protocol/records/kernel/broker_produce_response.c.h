@@ -219,6 +219,27 @@ static int pr_body(pr_out *o, PyObject *body, long version, PyObject *leader_cla
     return 0;
 }
 
+/* The end of a response frame built in o after its size and correlation id (and, flexible, the header's tags):
+ * those written, the bytes made and o's buffer freed. r is the build's outcome: 0 done, 1 declined (also where the
+ * frame is too long for its size field), -1 an error set. Bytes; None where it declines; NULL on error. */
+static PyObject *pr_frame_done(pr_out *o, int r, long long correlation_id, int flexible)
+{
+    PyObject *out = NULL;
+    if (r == 0 && o->len - 4 > INT32_MAX)
+        r = 1;
+    if (r == 0) {
+        wr_be(o->buf, (uint64_t)(o->len - 4), 4);
+        wr_be(o->buf + 4, (uint64_t)correlation_id, 4);
+        if (flexible)
+            o->buf[8] = 0;
+        out = PyBytes_FromStringAndSize((const char *)o->buf, o->len);
+    } else if (r == 1) {
+        out = Py_NewRef(Py_None);
+    }
+    PyMem_Free(o->buf);
+    return out;
+}
+
 PyDoc_STRVAR(encode_produce_response_doc,
     "encode_produce_response(body, version, correlation_id, leader_class) -> bytes | None\n\n"
     "The whole frame (size prefix, header, body) of a ProduceResponse at v3-v11 whose partitions have no record\n"
@@ -248,20 +269,11 @@ static PyObject *k_encode_produce_response(PyObject *self, PyObject *const *args
         return PyErr_NoMemory();
     o.len = flexible ? 9 : 8; /* size, correlation id (and the header's tags), written below */
     int r = pr_body(&o, args[0], version, args[3]);
-    PyObject *out = NULL;
-    if (r == 0 && o.len - 4 <= INT32_MAX) {
-        wr_be(o.buf, (uint64_t)(o.len - 4), 4);
-        wr_be(o.buf + 4, (uint64_t)correlation_id, 4);
-        if (flexible)
-            o.buf[8] = 0;
-        out = PyBytes_FromStringAndSize((const char *)o.buf, o.len);
-    } else {
+    if (r != 0) {
         PyErr_Clear(); /* declined, or an error the Python encoder meets (and judges) too */
-        out = Py_None;
-        Py_INCREF(out);
+        r = 1;
     }
-    PyMem_Free(o.buf);
-    return out;
+    return pr_frame_done(&o, r, correlation_id, flexible);
 }
 
 /* ---- broker: a Produce answer's frame straight from the partitions' results ------------------------------------- */
@@ -416,19 +428,7 @@ static PyObject *k_produce_results_frame(PyObject *self, PyObject *const *args, 
         o.len = flexible ? 9 : 8; /* size, correlation id (and the header's tags), written below */
         r = rf_body(&o, order, results, version, args[4], starts, topics);
     }
-    if (r == 0 && o.len - 4 > INT32_MAX)
-        r = 1;
-    if (r == 0) {
-        wr_be(o.buf, (uint64_t)(o.len - 4), 4);
-        wr_be(o.buf + 4, (uint64_t)correlation_id, 4);
-        if (flexible)
-            o.buf[8] = 0;
-        out = PyBytes_FromStringAndSize((const char *)o.buf, o.len);
-    } else if (r == 1) {
-        out = Py_None;
-        Py_INCREF(out);
-    }
-    PyMem_Free(o.buf);
+    out = pr_frame_done(&o, r, correlation_id, flexible);
     if (starts != local)
         PyMem_Free(starts);
     return out;
@@ -461,20 +461,7 @@ static PyObject *pr_appended_frame(long version, long long correlation_id, PyObj
         r = pr_uvarint(&o, 0); /* the topic's tags */
     if (r == 0)
         r = pr_be(&o, 0, 4) < 0 || (flexible && pr_uvarint(&o, 0) < 0) ? -1 : 0; /* no throttle time, the tags */
-    PyObject *out = NULL;
-    if (r == 0 && o.len - 4 > INT32_MAX)
-        r = 1;
-    if (r == 0) {
-        wr_be(o.buf, (uint64_t)(o.len - 4), 4);
-        wr_be(o.buf + 4, (uint64_t)correlation_id, 4);
-        if (flexible)
-            o.buf[8] = 0;
-        out = PyBytes_FromStringAndSize((const char *)o.buf, o.len);
-    } else if (r == 1) {
-        out = Py_NewRef(Py_None);
-    }
-    PyMem_Free(o.buf);
-    return out;
+    return pr_frame_done(&o, r, correlation_id, flexible);
 }
 
 PyDoc_STRVAR(any_transactional_doc,

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from pykafka_client.network.transport.selectable import NetworkSend
 from pykafka_client.network.transport.selector import CLIENT_MAX_RECEIVES_PER_CHANNEL_PER_POLL, Selector
 from pykafka_client.protocol.records import _native
+from tests.unit.lockstep import run_in_lockstep
 
 kernel = _native.loaded_kernel()
 pytestmark = pytest.mark.skipif(kernel is None, reason="the kernel is not built")
@@ -168,16 +169,7 @@ def _outcome(w: World, op: tuple[Any, ...]) -> Any:
 @settings(max_examples=300, deadline=None)
 @given(_OPS, st.booleans())
 def test_the_compiled_selector_poll_does_what_the_reference_does(ops: list[tuple[Any, ...]], handoff: bool) -> None:
-    compiled, reference = World(True, handoff), World(False, handoff)
-    try:
-        assert compiled.state() == reference.state()
-        for op in ops:
-            got, want = _outcome(compiled, op), _outcome(reference, op)
-            assert got == want, op
-            assert compiled.state() == reference.state(), op
-    finally:
-        compiled.close()
-        reference.close()
+    run_in_lockstep(World(True, handoff), World(False, handoff), ops, _outcome)
 
 
 def test_the_path_holds_its_selector_weakly() -> None:

@@ -27,6 +27,7 @@ from pykafka_client.network.transport.selector import Selector
 from pykafka_client.network.transport.server_channel_path import ServerChannelPathApi
 from pykafka_client.protocol.records import _native
 from pykafka_client.utils.time import MockTime
+from tests.unit.lockstep import run_in_lockstep
 
 kernel = _native.loaded_kernel()
 pytestmark = pytest.mark.skipif(kernel is None, reason="the kernel is not built")
@@ -211,16 +212,7 @@ def _outcome(w: World, op: tuple[Any, ...]) -> Any:
 @settings(max_examples=300, deadline=None)
 @given(_OPS, st.sampled_from([100_000, 100_000, 2500]))
 def test_the_compiled_server_path_does_what_the_selector_does(ops: list[tuple[Any, ...]], pool_bytes: int) -> None:
-    compiled, reference = World(True, pool_bytes), World(False, pool_bytes)
-    try:
-        assert compiled.state() == reference.state()
-        for op in ops:
-            got, want = _outcome(compiled, op), _outcome(reference, op)
-            assert got == want, op
-            assert compiled.state() == reference.state(), op
-    finally:
-        compiled.close()
-        reference.close()
+    run_in_lockstep(World(True, pool_bytes), World(False, pool_bytes), ops, _outcome)
 
 
 def test_a_request_s_round_through_the_compiled_path() -> None:
