@@ -13,8 +13,9 @@
  * check_enough_replicas: no followers), and where the answer goes now encodes its frame (pr_appended_frame). It
  * declines (None, nothing done) before the append for anything else; after it, an append that raised is answered by
  * the replica manager's append_failed (the reference's except branches).
- * Uses broker_log_end (LogEnd, logend_append_core) and broker_produce_response (pr_appended_frame); its look at the
- * batch header reads the two bytes any_transactional reads. */
+ * Uses broker_log_end (LogEnd, logend_append_core), broker_produce_response (pr_appended_frame) and
+ * producer_send_append's lock helpers (queue_lock_acquire, queue_lock_release_keeping_error); its look at the batch
+ * header reads the two bytes any_transactional reads. */
 
 typedef struct {
     PyObject_HEAD
@@ -39,7 +40,7 @@ static PyObject *pa_str_transactional_id, *pa_str_acks, *pa_str_topic_data, *pa_
     *pa_str_index, *pa_str_records, *pa_str_num_partitions, *pa_str_append_checks, *pa_str_compacted, *pa_str_append,
     *pa_str_append_failed, *pa_str_has_watched, *pa_str_check_and_complete, *pa_str_high_watermark, *pa_str_lock,
     *pa_str_value, *pa_str_inc, *pa_str_replication, *pa_str_metrics, *pa_str_append_counters,
-    *pa_str_client_append_parts, *pa_str_acquire, *pa_str_release, *pa_str_log_start_offset, *pa_str_recovery_point,
+    *pa_str_client_append_parts, *pa_str_log_start_offset, *pa_str_recovery_point,
     *pa_kwnames;
 
 #define PA_OBJECTS(X)                                                                                                  \
@@ -157,10 +158,8 @@ static int pa_count(ProduceAppenderObject *self, PyObject *rm, Py_ssize_t nbytes
         rc = 0;
         goto done;
     }
-    PyObject *r = PyObject_CallMethodNoArgs(lock, pa_str_acquire);
-    if (r == NULL)
+    if (queue_lock_acquire(lock) < 0)
         goto done;
-    Py_DECREF(r);
     PyObject *pairs[2][2] = {{first, n}, {second, m}};
     int failed = 0;
     for (int i = 0; i < 2 && !failed; i++) {
@@ -172,18 +171,13 @@ static int pa_count(ProduceAppenderObject *self, PyObject *rm, Py_ssize_t nbytes
         Py_XDECREF(sum);
     }
     /* the release (the counters' update cannot raise but on memory: its error kept) */
-    PyObject *exc_type = NULL, *exc_value = NULL, *exc_tb = NULL;
-    if (failed)
-        PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-    r = PyObject_CallMethodNoArgs(lock, pa_str_release);
     if (failed) {
-        Py_XDECREF(r);
-        PyErr_Restore(exc_type, exc_value, exc_tb);
+        PyObject *none = NULL;
+        queue_lock_release_keeping_error(lock, &none);
         goto done;
     }
-    if (r == NULL)
+    if (queue_lock_release(lock) < 0)
         goto done;
-    Py_DECREF(r);
     rc = 0;
 done:
     Py_XDECREF(n);
@@ -230,10 +224,8 @@ static PyObject *pa_end_append(ProduceAppenderObject *self, PyObject *lg, PyObje
 {
     PyObject *lock = PyTuple_GET_ITEM(parts, 0);
     LogEndObject *end = (LogEndObject *)PyTuple_GET_ITEM(parts, 1);
-    PyObject *r = PyObject_CallMethodNoArgs(lock, pa_str_acquire);
-    if (r == NULL)
+    if (queue_lock_acquire(lock) < 0)
         return NULL;
-    Py_DECREF(r);
     PyObject *info = NULL, *recovery = NULL, *start = PyObject_GetAttr(lg, pa_str_log_start_offset);
     if (start != NULL)
         recovery = PyObject_GetAttr(lg, pa_str_recovery_point);
@@ -244,19 +236,7 @@ static PyObject *pa_end_append(ProduceAppenderObject *self, PyObject *lg, PyObje
     }
     Py_XDECREF(start);
     Py_XDECREF(recovery);
-    /* the lock's release, keeping the append's exception */
-    PyObject *exc_type, *exc_value, *exc_tb;
-    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-    r = PyObject_CallMethodNoArgs(lock, pa_str_release);
-    if (r == NULL) {
-        Py_XDECREF(exc_type);
-        Py_XDECREF(exc_value);
-        Py_XDECREF(exc_tb);
-        Py_XDECREF(info);
-        return NULL;
-    }
-    Py_DECREF(r);
-    PyErr_Restore(exc_type, exc_value, exc_tb);
+    queue_lock_release_keeping_error(lock, &info); /* (the append's exception kept) */
     if (info != NULL && !appended)
         Py_SETREF(info, Py_NewRef(Py_None));
     return info;
@@ -598,6 +578,8 @@ static int pa_strings(void)
 {
     if (pa_kwnames != NULL)
         return 0;
+    if (sattr_init() < 0) /* (queue_lock_acquire / queue_lock_release's names and lock type) */
+        return -1;
 #define PA_STR(var, text)                                                                                              \
     if ((var = PyUnicode_InternFromString(text)) == NULL)                                                              \
         return -1;
@@ -623,8 +605,6 @@ static int pa_strings(void)
     PA_STR(pa_str_metrics, "metrics")
     PA_STR(pa_str_append_counters, "append_counters")
     PA_STR(pa_str_client_append_parts, "client_append_parts")
-    PA_STR(pa_str_acquire, "acquire")
-    PA_STR(pa_str_release, "release")
     PA_STR(pa_str_log_start_offset, "log_start_offset")
     PA_STR(pa_str_recovery_point, "recovery_point")
 #undef PA_STR

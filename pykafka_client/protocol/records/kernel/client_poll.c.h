@@ -28,7 +28,8 @@
  * poll_reference(client, timeout_ms, now_ms) (NetworkClient.poll itself), nothing changed before it.
  *
  * Reads and writes only public attributes, and of the kernel's own types (the client's ClientSendPath and
- * InFlightRequests) their fields. Uses slot_access (cached_get, cached_read, cached_set, compact_int, take_truth),
+ * InFlightRequests) their fields. Uses slot_access (cached_get, cached_read, cached_set, compact_int, take_truth,
+ * weak_referent),
  * client_in_flight (InFlightType, ifq_complete_receives), client_send_path (ClientSendPathType) and producer_handoff
  * (HandoffType, handoff_select: SelectorPoll's wait with a GilHandoff). */
 
@@ -382,14 +383,9 @@ static int cpp_callbacks(ClientPollPathObject *self, PyObject *responses)
 static PyObject *cpp_poll(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     ClientPollPathObject *self = (ClientPollPathObject *)op;
-    PyObject *client = PyWeakref_GetObject(self->client);
+    PyObject *client = weak_referent(self->client, "the NetworkClient of this ClientPollPath is gone");
     if (client == NULL)
         return NULL;
-    if (client == Py_None) {
-        PyErr_SetString(PyExc_ReferenceError, "the NetworkClient of this ClientPollPath is gone");
-        return NULL;
-    }
-    Py_INCREF(client);
     PyObject *selector = NULL;
     int64_t timeout = 0;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
@@ -921,14 +917,9 @@ fail:
 static PyObject *spl_poll(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     SelectorPollObject *self = (SelectorPollObject *)op;
-    PyObject *selector = PyWeakref_GetObject(self->selector);
+    PyObject *selector = weak_referent(self->selector, "the Selector of this SelectorPoll is gone");
     if (selector == NULL)
         return NULL;
-    if (selector == Py_None) {
-        PyErr_SetString(PyExc_ReferenceError, "the Selector of this SelectorPoll is gone");
-        return NULL;
-    }
-    Py_INCREF(selector);
     int64_t timeout = 0;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     int common = nargs == 1 && kwnames == NULL ? spl_common(self, selector, args[0], &timeout) : 0;

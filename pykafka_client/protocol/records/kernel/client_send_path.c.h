@@ -39,8 +39,8 @@
  * arguments, and a draw of None (the counter at the reserved range: its next() wraps it), are
  * new_request_reference(client, ...) (NetworkClient.new_client_request).
  *
- * Reads and writes only public attributes. Uses slot_access (cached_get, compact_int) and client_channel_send
- * (SendReadinessType, SendReadinessObject, sr_can_send). */
+ * Reads and writes only public attributes. Uses slot_access (cached_get, compact_int, weak_referent) and
+ * client_channel_send (SendReadinessType, SendReadinessObject, sr_can_send). */
 
 enum {
     CSP_HOST, CSP_PORT, CSP_ID, CSP_METADATA_UPDATER, CSP_UPDATE_DEADLINE, CSP_NO_UPDATE_BEFORE_MS,
@@ -98,14 +98,7 @@ static inline PyObject *csp_get(PyObject *obj, int a)
 /* The client (new reference), or NULL with ReferenceError once it is gone */
 static PyObject *csp_client(ClientSendPathObject *self)
 {
-    PyObject *client = PyWeakref_GetObject(self->client);
-    if (client == NULL)
-        return NULL;
-    if (client == Py_None) {
-        PyErr_SetString(PyExc_ReferenceError, "the NetworkClient of this ClientSendPath is gone");
-        return NULL;
-    }
-    return Py_NewRef(client);
+    return weak_referent(self->client, "the NetworkClient of this ClientSendPath is gone");
 }
 
 /* reference(client, *args, **kw): what the path declines */

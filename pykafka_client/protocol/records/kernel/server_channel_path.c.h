@@ -19,7 +19,7 @@
  * transition that raises, an unmute whose registration changes, a send the common write does not take) is the
  * selector's own method, called with nothing changed. Reads and writes only public attributes.
  *
- * Uses slot_access (cached_get, cached_set, take_truth) and client_channel_send (cs_names, cs_get, cs_write). */
+ * Uses slot_access (cached_get, cached_set, take_truth, weak_referent) and client_channel_send (cs_names, cs_get, cs_write). */
 
 enum {
     SP_ID, SP_MUTE_STATE, SP_TAKE_BUFFERED_FRAME, SP_HAS_BYTES_BUFFERED, SP_POLLED_RECEIVES,
@@ -52,14 +52,7 @@ static inline PyObject *sp_get(PyObject *obj, int a)
 /* the selector (new reference), or NULL with ReferenceError once it is gone */
 static PyObject *sp_selector(ServerChannelPathObject *self)
 {
-    PyObject *selector = PyWeakref_GetObject(self->selector);
-    if (selector == NULL)
-        return NULL;
-    if (selector == Py_None) {
-        PyErr_SetString(PyExc_ReferenceError, "ServerChannelPath: its selector is gone");
-        return NULL;
-    }
-    return Py_NewRef(selector);
+    return weak_referent(self->selector, "ServerChannelPath: its selector is gone");
 }
 
 /* selector.<method a>(*args): the reference, nothing done here */

@@ -2,8 +2,8 @@
  *
  * Attributes of slotted Python objects read and written at an offset cached per call site (slot_cache,
  * cached_get, cached_read: borrowed, cached_set, get_int_attr), plain ints read without a call (compact_int,
- * take_int), and the kept ints of the send path's counters (set_counter). The producer's and the network's hot
- * objects go through these.
+ * take_int), the kept ints of the send path's counters (set_counter), and an owner held by a weak reference
+ * (weak_referent). The producer's and the network's hot objects go through these.
  * Uses: none of the other parts.
  */
 
@@ -283,4 +283,20 @@ static inline __attribute__((always_inline)) int set_counter(PyObject *obj, PyOb
     int rc = cached_set(obj, name, c, v);
     Py_DECREF(v);
     return rc;
+}
+
+/* ---- an owner held by a weak reference (the kernel types that must not keep their Python owner alive) ---------- */
+
+/* The object ``ref`` (a weak reference) refers to, as a new reference; NULL with ReferenceError(``gone``) once it is
+ * gone, or with the weak reference's own error. */
+static PyObject *weak_referent(PyObject *ref, const char *gone)
+{
+    PyObject *obj = PyWeakref_GetObject(ref); /* borrowed */
+    if (obj == NULL)
+        return NULL;
+    if (obj == Py_None) {
+        PyErr_SetString(PyExc_ReferenceError, gone);
+        return NULL;
+    }
+    return Py_NewRef(obj);
 }
