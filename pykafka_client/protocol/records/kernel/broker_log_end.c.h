@@ -68,6 +68,17 @@ static PyObject *logend_set_tail(LogEndObject *self, PyObject *tail)
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(logend_close_doc,
+"close() -> None\n\n"
+"The log is closed (Log.close, under the log's lock): the segment's tail is forgotten, so append_client declines from\n"
+"now on (the caller's Log.append then raises), even where the close failed before the segments' files were closed.");
+
+static PyObject *logend_close(LogEndObject *self, PyObject *Py_UNUSED(ignored))
+{
+    Py_CLEAR(self->tail);
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(logend_configure_doc,
 "configure(checks, /) -> None\n\n"
 "The log's AppendChecks (log_append_time, compacted, max_message_bytes, before_max_ms, after_max_ms,\n"
@@ -345,6 +356,7 @@ static PyObject *logend_append_client(LogEndObject *self, PyObject *const *args,
 static PyMethodDef logend_methods[] = {
     {"append_client", (PyCFunction)(void (*)(void))logend_append_client, METH_FASTCALL, logend_append_client_doc},
     {"set_tail", (PyCFunction)logend_set_tail, METH_O, logend_set_tail_doc},
+    {"close", (PyCFunction)logend_close, METH_NOARGS, logend_close_doc},
     {"configure", (PyCFunction)logend_configure, METH_O, logend_configure_doc},
     {"bind_producer_state", (PyCFunction)(void (*)(void))logend_bind, METH_FASTCALL, logend_bind_doc},
     {NULL, NULL, 0, NULL},
