@@ -50,11 +50,12 @@ EXCEPTIONS: dict[str, Callable[[], Exception]] = {
 #: each fault: none; the log closed before the request; its close failed (an fsync error: the log is closed, its
 #: segments' files still open); its topic deleted between the lookup and the append; the
 #: segment's writes failing; the log lending no parts; the log's client_append_parts (and append) or only its append
-#: raising
+#: raising; both raising and the read of its append checks' compacted flag too (the reference reads it first)
 FAULTS = ["none", "closed", "close_failed", "deleted", "enospc", "ebadf", "parts_none",
-          *(f"parts_raise:{e}" for e in EXCEPTIONS), *(f"append_raise:{e}" for e in EXCEPTIONS)]
+          *(f"parts_raise:{e}" for e in EXCEPTIONS), *(f"append_raise:{e}" for e in EXCEPTIONS),
+          *(f"checks_raise:{e}" for e in EXCEPTIONS)]
 #: records: the next batch of a producer, one without a producer, and ones the log refuses
-KINDS = ["next", "next", "none", "corrupt", "empty", "gap", "retry", "large", "future", "codec"]
+KINDS = ["next", "next", "none", "corrupt", "empty", "gap", "retry", "large", "future", "codec", "keyless"]
 #: the topics' config: a small max.message.bytes, a timestamp at most an hour ahead
 TOPIC_CONFIG = {"max.message.bytes": "600", "message.timestamp.after.max.ms": "3600000"}
 
@@ -171,7 +172,9 @@ def _raiser(make: Callable[[], Exception]) -> Callable[..., Any]:
 
 def _deleting_once(rm: ReplicaManager, topic: str, lg: Log) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The log's client_append_parts and append, the first of them called deleting the topic first (a deletion
-    between the lookup and the append)."""
+    between the lookup and the append; not at the ask for the parts of a compacted log, which the compiled call
+    declines after it: the reference's own lookup would then come after the deletion, where the reference's
+    answer comes from a lookup before it)."""
     done: list[bool] = []
     parts, append = lg.client_append_parts, lg.append
 
@@ -181,7 +184,8 @@ def _deleting_once(rm: ReplicaManager, topic: str, lg: Log) -> tuple[Callable[..
             rm.delete_topic(topic)
 
     def deleting_parts() -> Any:
-        delete()
+        if not lg.append_checks.compacted:
+            delete()
         return parts()
 
     def deleting_append(*args: Any, **kwargs: Any) -> Any:
@@ -221,12 +225,29 @@ def injected(world: World, fault: str, topic: str, partition: int) -> Iterator[N
     else:
         where, _, exc = fault.partition(":")
         raising = _raiser(EXCEPTIONS[exc])
-        patched = (raising if where == "parts_raise" else (lambda: None)), raising
+        if where == "checks_raise":
+            raising = _raiser(EXCEPTIONS["runtime" if exc != "runtime" else "eio"])
+        patched = (raising if where in ("parts_raise", "checks_raise") else (lambda: None)), raising
+    checks = lg.append_checks
+    if fault.startswith("checks_raise:"):
+        lg.append_checks = RaisingChecks(EXCEPTIONS[fault.partition(":")[2]])  # type: ignore[assignment]  # the fault
     lg.client_append_parts, lg.append = patched  # type: ignore[method-assign]  # the fault, this request only
     try:
         yield
     finally:
         del lg.client_append_parts, lg.append
+        lg.append_checks = checks
+
+
+class RaisingChecks:
+    """Append checks whose compacted flag raises when read."""
+
+    def __init__(self, make: Callable[[], Exception]) -> None:
+        self.make = make
+
+    @property
+    def compacted(self) -> bool:
+        raise self.make()
 
 
 def normalized(world: World, sent: list[Response]) -> list[tuple[str, bytes]]:
@@ -257,26 +278,29 @@ def metrics(world: World) -> list[int]:
     return [world.rm.metrics.counter(name).value for name in METRICS]
 
 
-#: fault, records kind, acks, partition, a delayed fetch and produce watching the partition
+#: fault, records kind, acks, partition (0, 1; 2: the compacted topic's 0), a delayed fetch and produce watching it
 Op = tuple[str, str, int, int, bool]
 ops_strategy = st.tuples(st.sampled_from(["none"] * 3 + FAULTS), st.sampled_from(KINDS), st.sampled_from([1, 1, -1]),
-                         st.sampled_from([0, 0, 1]), st.booleans())
+                         st.sampled_from([0, 0, 1, 2]), st.booleans())
 _topics = itertools.count()
 
 
 def run_both(worlds: tuple[World, World], ops: list[Op], version: int = 11) -> None:
-    """``ops`` on both worlds, on a topic of their own, then a plain append to each partition: the same answers and
-    completions after each, the same logs and metrics at the end."""
-    topic = f"f{next(_topics)}"
+    """``ops`` on both worlds, on topics of their own (one of two partitions, one compacted), then a plain append to
+    each partition: the same answers and completions after each, the same logs and metrics at the end."""
+    n = next(_topics)
+    targets = [(f"f{n}", 0), (f"f{n}", 1), (f"f{n}c", 0)]
     for world in worlds:
         with world.running():
-            world.rm.create_topic(topic, 2, dict(TOPIC_CONFIG))
+            world.rm.create_topic(f"f{n}", 2, dict(TOPIC_CONFIG))
+            world.rm.create_topic(f"f{n}c", 1, {**TOPIC_CONFIG, "cleanup.policy": "compact"})
     states: dict[int, tuple[int, int]] = {}
-    # the topic's first append by the reference (its name checked), then the compiled call takes the common ones
-    warm_up: list[Op] = [("none", "next", 1, 0, False), ("none", "next", 1, 1, False)]
-    final: list[Op] = [("none", "next", -1, 0, False), ("none", "next", 1, 1, False)]
-    for step, (fault, kind, acks, partition, watch) in enumerate([*warm_up, *ops, *final]):
-        data = frame(acks, None, [(topic, partition, records(kind, 5000 + partition, states, 2, step))], step, version)
+    # the topics' first append by the reference (their names checked), then the compiled call takes the common ones
+    warm_up: list[Op] = [("none", "next", 1, i, False) for i in range(3)]
+    final: list[Op] = [("none", "next", -1, 0, False), ("none", "next", 1, 1, False), ("none", "next", 1, 2, False)]
+    for step, (fault, kind, acks, target, watch) in enumerate([*warm_up, *ops, *final]):
+        topic, partition = targets[target]
+        data = frame(acks, None, [(topic, partition, records(kind, 5000 + target, states, 2, step))], step, version)
         got = []
         for world in worlds:
             with world.running():
@@ -290,10 +314,10 @@ def run_both(worlds: tuple[World, World], ops: list[Op], version: int = 11) -> N
                 with injected(world, fault, topic, partition):
                     world.handle(data)
                 got.append(normalized(world, world.sent[before:]))
-        assert got[0] == got[1], (step, fault, kind, acks, partition)
+        assert got[0] == got[1], (step, fault, kind, acks, target)
         assert len(got[0]) == 1, (step, fault)  # answered (or the connection closed: acks=0 is not drawn)
         assert worlds[0].completed == worlds[1].completed, (step, fault)
-    for partition in (0, 1):
+    for topic, partition in targets:
         states_now = []
         for world in worlds:
             with world.running():
@@ -311,7 +335,8 @@ def test_the_compiled_append_fails_as_the_reference(worlds: tuple[World, World],
 @pytest.mark.parametrize("fault", FAULTS)
 @pytest.mark.parametrize("acks", [1, -1])
 def test_each_fault_answers_as_the_reference(worlds: tuple[World, World], fault: str, acks: int) -> None:
-    run_both(worlds, [(fault, "next", acks, 0, True), ("none", "next", acks, 0, False), (fault, "none", acks, 1, False)])
+    run_both(worlds, [(fault, "next", acks, 0, True), ("none", "next", acks, 0, False), (fault, "none", acks, 1, False),
+                      (fault, "next", acks, 2, False), (fault, "keyless", acks, 2, True)])
 
 
 @pytest.mark.parametrize("kind", KINDS)
