@@ -31,6 +31,7 @@ from mini_broker.broker import MiniBroker
 from mini_broker.log.unified_log import Log
 from mini_broker.network.request_channel import Request, Response
 from mini_broker.purgatory import TopicPartitionOperationKey
+from mini_broker.purgatory.delayed_operation_purgatory import DelayedOperationPurgatory
 from mini_broker.server.replica_manager import ReplicaManager
 from pykafka_client.errors import CorruptRecordError, KafkaStorageError
 from pykafka_client.protocol.records import _native
@@ -74,7 +75,7 @@ class World:
         assert self.broker.apis is not None
         broker = self.broker
         assert broker.apis is not None
-        broker.apis.channel.send_response = self.sent.append  # type: ignore[method-assign]  # kept
+        broker.apis.channel.send_response = self.sent.append  # type: ignore[method-assign, assignment]  # kept
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
@@ -308,9 +309,10 @@ def run_both(worlds: tuple[World, World], ops: list[Op], version: int = 11) -> N
                 if watch and world.log(topic, partition) is not None:
                     rm = world.rm
                     key = TopicPartitionOperationKey(topic, partition)
-                    for purgatory in (rm.fetch_purgatory, rm.produce_purgatory):
-                        purgatory.try_complete_else_watch(  # type: ignore[attr-defined]
-                            Watcher(world.completed, (step, purgatory.purgatory_name)), [key])
+                    purgatories: list[DelayedOperationPurgatory[Any]] = [rm.fetch_purgatory, rm.produce_purgatory]
+                    for purgatory in purgatories:
+                        purgatory.try_complete_else_watch(Watcher(world.completed, (step, purgatory.purgatory_name)),
+                                                          [key])
                 with injected(world, fault, topic, partition):
                     world.handle(data)
                 got.append(normalized(world, world.sent[before:]))
