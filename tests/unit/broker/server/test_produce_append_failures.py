@@ -51,8 +51,10 @@ EXCEPTIONS: dict[str, Callable[[], Exception]] = {
 #: each fault: none; the log closed before the request; its close failed (an fsync error: the log is closed, its
 #: segments' files still open); its topic deleted between the lookup and the append; the
 #: segment's writes failing; the log lending no parts; the log's client_append_parts (and append) or only its append
-#: raising; both raising and the read of its append checks' compacted flag too (the reference reads it first)
-FAULTS = ["none", "closed", "close_failed", "deleted", "enospc", "ebadf", "parts_none",
+#: raising; both raising and the read of its append checks' compacted flag too (the reference reads it first); a
+#: delayed fetch watching the partition raising at the append's wake-up (after the append: the handler fails, the
+#: connection is closed, in both)
+FAULTS = ["none", "closed", "close_failed", "deleted", "enospc", "ebadf", "parts_none", "wake_raises",
           *(f"parts_raise:{e}" for e in EXCEPTIONS), *(f"append_raise:{e}" for e in EXCEPTIONS),
           *(f"checks_raise:{e}" for e in EXCEPTIONS)]
 #: records: the next batch of a producer, one without a producer, and ones the log refuses
@@ -215,6 +217,11 @@ def injected(world: World, fault: str, topic: str, partition: int) -> Iterator[N
         del segment.flush
         yield
         return
+    if fault == "wake_raises":
+        world.rm.fetch_purgatory.try_complete_else_watch(
+            RaisingWatcher(world.completed, "raised"), [TopicPartitionOperationKey(topic, partition)])
+        yield
+        return
     if fault in ("enospc", "ebadf"):
         with failing_writes(lg, fault):
             yield
@@ -238,6 +245,16 @@ def injected(world: World, fault: str, topic: str, partition: int) -> Iterator[N
     finally:
         del lg.client_append_parts, lg.append
         lg.append_checks = checks
+
+
+class RaisingWatcher(Watcher):
+    """A delayed operation that raises at its first check after it is watched (once), then completes at the next."""
+
+    def try_complete(self) -> bool:
+        self.checks += 1
+        if self.checks == 3:
+            raise RuntimeError("injected: a delayed operation's check failed")
+        return self.checks > 3 and self.force_complete()
 
 
 class RaisingChecks:
