@@ -218,8 +218,9 @@ def injected(world: World, fault: str, topic: str, partition: int) -> Iterator[N
         yield
         return
     if fault == "wake_raises":
-        world.rm.fetch_purgatory.try_complete_else_watch(
-            RaisingWatcher(world.completed, "raised"), [TopicPartitionOperationKey(topic, partition)])
+        purgatory: DelayedOperationPurgatory[Any] = world.rm.fetch_purgatory
+        purgatory.try_complete_else_watch(RaisingWatcher(world.completed, "raised"),
+                                          [TopicPartitionOperationKey(topic, partition)])
         yield
         return
     if fault in ("enospc", "ebadf"):
