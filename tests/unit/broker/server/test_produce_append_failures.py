@@ -34,6 +34,7 @@ from mini_broker.purgatory import TopicPartitionOperationKey
 from mini_broker.purgatory.delayed_operation_purgatory import DelayedOperationPurgatory
 from mini_broker.server.replica_manager import ReplicaManager
 from pykafka_client.errors import CorruptRecordError, KafkaStorageError
+from pykafka_client.errors_base import KafkaError
 from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
 from pykafka_client.protocol.records.crc import crc32c
@@ -219,9 +220,10 @@ def injected(world: World, fault: str, topic: str, partition: int) -> Iterator[N
         return
     if fault == "wake_raises":
         purgatory: DelayedOperationPurgatory[Any] = world.rm.fetch_purgatory
-        purgatory.try_complete_else_watch(RaisingWatcher(world.completed, "raised"),
-                                          [TopicPartitionOperationKey(topic, partition)])
+        watcher = RaisingWatcher(world.completed, "raised")
+        purgatory.try_complete_else_watch(watcher, [TopicPartitionOperationKey(topic, partition)])
         yield
+        watcher.force_complete()  # (this request's fault only: nothing checks it later)
         return
     if fault in ("enospc", "ebadf"):
         with failing_writes(lg, fault):
@@ -344,6 +346,11 @@ def run_both(worlds: tuple[World, World], ops: list[Op], version: int = 11) -> N
                 states_now.append(log_state(world, topic, partition))
         assert states_now[0] == states_now[1], (topic, partition)
     assert metrics(worlds[0]) == metrics(worlds[1])
+    for world in worlds:  # (their files closed: the module's brokers keep few descriptors open)
+        with world.running():
+            for name in (f"f{n}", f"f{n}c"):
+                with contextlib.suppress(KafkaError):
+                    world.rm.delete_topic(name)
 
 
 @settings(max_examples=100, deadline=None)
