@@ -38,6 +38,10 @@ class LogEndApi(Protocol):
     def set_tail(self, tail: SegmentTailApi, /) -> None:
         """The active segment's append state."""
 
+    def close(self) -> None:
+        """The log is closed (under its lock): :meth:`append_client` declines from now on, also where the close failed
+        before it closed the segments' files (the caller's ``Log.append`` then raises)."""
+
     def configure(self, checks: AppendChecks, /) -> None:
         """The log's append checks."""
 
@@ -64,6 +68,9 @@ class LogEnd:
         self.hw_metadata: LogOffsetMetadata | None = None
 
     def set_tail(self, tail: SegmentTailApi) -> None:
+        return None
+
+    def close(self) -> None:
         return None
 
     def configure(self, checks: AppendChecks) -> None:

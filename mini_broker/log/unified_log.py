@@ -337,8 +337,9 @@ class Log:
         """What a compiled client append needs to do :meth:`append`'s common step itself, in one call: the log's lock,
         its end (whose ``append_client`` it calls under the lock, with this log's :attr:`log_start_offset` and
         :attr:`recovery_point` read under it too) and the clock's now (ms). None when a client append does not take that
-        step (the log keeps a leader epoch cache): the caller calls :meth:`append`. A closed log's end declines (its
-        segment's tail is closed): the caller then calls :meth:`append` too, which raises."""
+        step (the log keeps a leader epoch cache): the caller calls :meth:`append`. A closed log's end declines
+        (:meth:`close` closed it first, so also after a close that failed): the caller then calls :meth:`append` too,
+        which raises."""
         if self._epoch_cache is not None:
             return None
         return self._lock, self._end, self._time.milliseconds()
@@ -787,6 +788,9 @@ class Log:
             if self._closed:
                 return
             self._closed = True
+            # the end's common append declines from now on (Log.append then raises), even where what follows raises
+            # (an fsync error) and leaves the segments' files open
+            self._end.close()
             self._segments[-1].on_become_inactive()
             self.recovery_point = self.log_end_offset
             try:  # a clean shutdown leaves the state at the LEO: no replay on the next start

@@ -10,7 +10,8 @@ single broker's; it appends through the log's compiled common append (``LogEnd``
 counts BytesIn / MessagesIn, builds the PartitionResponse, wakes the purgatories' operations watching the partition,
 for acks=-1 reads the high watermark from the log's end (no followers), and where the answer goes now encodes its
 frame (the handler sends it with ``KafkaApis.send_frame``). It declines (None, nothing done) for anything else, so that the
-reference runs; an append that raised is answered by :meth:`ReplicaManager.append_failed`, the reference's.
+reference runs; an append that raised (any Exception from its ask for the log's parts on, as in the reference's try) is
+answered by :meth:`ReplicaManager.append_failed`, the reference's (tests/unit/broker/server/test_produce_append_failures.py).
 
 Without the kernel (``PYKAFKA_NO_NATIVE=1``) there is no appender: :func:`new_produce_appender` returns None and every
 request takes the reference.

@@ -18,6 +18,7 @@ typedef struct {
     SegTailObject *tail;     /* the active segment's append state (NULL: none, or the reference's) */
     /* the append checks (configure) */
     int configured, log_append_time, compacted;
+    int closed; /* the log is closed (close): no tail is kept from then on */
     long long max_message_bytes, before_max_ms, after_max_ms, flush_interval_messages;
     /* the producer state's (bind_producer_state): the manager, its producers, its lock, its unreplicated txns */
     PyObject *producer_state, *producers, *producer_lock, *unreplicated;
@@ -56,15 +57,28 @@ static void logend_dealloc(LogEndObject *self)
 
 PyDoc_STRVAR(logend_set_tail_doc,
 "set_tail(tail, /) -> None\n\n"
-"The active segment's append state (its SegmentTail; the reference's: append_client declines).");
+"The active segment's append state (its SegmentTail; the reference's, or any after close: append_client declines).");
 
 static PyObject *logend_set_tail(LogEndObject *self, PyObject *tail)
 {
     Py_CLEAR(self->tail);
-    if (Py_TYPE(tail) == &SegTailType) {
+    if (Py_TYPE(tail) == &SegTailType && !self->closed) {
         Py_INCREF(tail);
         self->tail = (SegTailObject *)tail;
     }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(logend_close_doc,
+"close() -> None\n\n"
+"The log is closed (Log.close, under the log's lock): the segment's tail is forgotten and no other kept (set_tail),\n"
+"so append_client declines from now on (the caller's Log.append then raises), even where the close failed before the\n"
+"segments' files were closed or a segment is set after it.");
+
+static PyObject *logend_close(LogEndObject *self, PyObject *Py_UNUSED(ignored))
+{
+    self->closed = 1;
+    Py_CLEAR(self->tail);
     Py_RETURN_NONE;
 }
 
@@ -345,6 +359,7 @@ static PyObject *logend_append_client(LogEndObject *self, PyObject *const *args,
 static PyMethodDef logend_methods[] = {
     {"append_client", (PyCFunction)(void (*)(void))logend_append_client, METH_FASTCALL, logend_append_client_doc},
     {"set_tail", (PyCFunction)logend_set_tail, METH_O, logend_set_tail_doc},
+    {"close", (PyCFunction)logend_close, METH_NOARGS, logend_close_doc},
     {"configure", (PyCFunction)logend_configure, METH_O, logend_configure_doc},
     {"bind_producer_state", (PyCFunction)(void (*)(void))logend_bind, METH_FASTCALL, logend_bind_doc},
     {NULL, NULL, 0, NULL},
@@ -442,7 +457,7 @@ static PyObject *k_log_end(PyObject *self, PyObject *const *args, Py_ssize_t nar
     LOGEND_OBJECTS(LOGEND_NULL)
 #undef LOGEND_NULL
     o->high_watermark = 0;
-    o->configured = o->log_append_time = o->compacted = 0;
+    o->configured = o->log_append_time = o->compacted = o->closed = 0;
     o->max_message_bytes = o->before_max_ms = o->after_max_ms = o->flush_interval_messages = 0;
     o->make_metadata = Py_NewRef(args[0]);
     o->make_info = Py_NewRef(args[1]);

@@ -11,8 +11,10 @@
  * counts BytesIn / MessagesIn (metrics.inc_pair), builds the PartitionResponse, wakes the purgatories' operations
  * watching the partition, for acks=-1 reads the high watermark from the log's end (the single broker's
  * check_enough_replicas: no followers), and where the answer goes now encodes its frame (pr_appended_frame). It
- * declines (None, nothing done) before the append for anything else; after it, an append that raised is answered by
- * the replica manager's append_failed (the reference's except branches).
+ * declines (None, nothing done) before the append for anything else; from its ask for the log's parts on, an
+ * Exception raised (by the parts' ask, the append checks' read, the append: the reference's try) is answered by the
+ * replica manager's append_failed (the reference's except branch). A closed log's end declines (LogEnd.close), so
+ * its append goes to Log.append, which raises.
  * Uses broker_log_end (LogEnd, logend_append_core), broker_produce_response (pr_appended_frame) and
  * producer_send_append's lock helpers (queue_lock_acquire, queue_lock_release_keeping_error); its look at the batch
  * header reads the two bytes any_transactional reads. */
@@ -274,6 +276,37 @@ static int pa_parts(PyObject *lg, PyObject **parts, LogEndObject **end)
     return 0;
 }
 
+/* Whether the log's append checks say compacted (the reference's read, where the log lends no parts): 1 or 0; -1 with
+ * the read's exception. ``raised``: an exception is pending (asking for the parts raised): kept across the read and
+ * restored where the answer is 0 (the append is then that exception's), dropped otherwise (compacted: the caller
+ * declines, nothing done; the read raised: its exception is the reference's). */
+static int pa_compacted(PyObject *lg, int raised)
+{
+    PyObject *type = NULL, *value = NULL, *tb = NULL;
+    if (raised)
+        PyErr_Fetch(&type, &value, &tb);
+    int is_compacted = -1;
+    PyObject *checks = PyObject_GetAttr(lg, pa_str_append_checks);
+    if (checks != NULL) {
+        PyObject *compacted = PyObject_GetAttr(checks, pa_str_compacted);
+        Py_DECREF(checks);
+        if (compacted != NULL) {
+            is_compacted = PyObject_IsTrue(compacted);
+            Py_DECREF(compacted);
+        }
+    }
+    if (raised) {
+        if (is_compacted == 0) {
+            PyErr_Restore(type, value, tb);
+        } else {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+        }
+    }
+    return is_compacted;
+}
+
 PyDoc_STRVAR(pa_append_doc,
 "append(body, replica_manager, version, correlation_id, /) -> tuple | None\n\n"
 "A single broker's common Produce request (``body``, a ProduceRequest) appended and answered up to its results:\n"
@@ -394,31 +427,17 @@ static PyObject *pa_append(ProduceAppenderObject *self, PyObject *const *args, P
         goto decline;
     }
     Py_INCREF(lg);
-    /* the log's parts (nothing changes: the clock is read), whose end knows the log's append checks */
+    /* the log's parts (nothing changes: the clock is read), whose end knows the log's append checks. From here on an
+     * exception (an Exception) is the append's, as in the reference's try: the partition is answered by append_failed */
     int lent = pa_parts(lg, &parts, &end);
-    if (lent < 0)
+    if (lent < 0 && !PyErr_ExceptionMatches(PyExc_Exception))
         goto error;
-    int is_compacted;
-    if (lent) {
-        is_compacted = end->compacted;
-    } else {
-        v = PyObject_GetAttr(lg, pa_str_append_checks);
-        if (v == NULL)
-            goto error;
-        PyObject *compacted = PyObject_GetAttr(v, pa_str_compacted);
-        if (compacted == NULL)
-            goto error;
-        is_compacted = PyObject_IsTrue(compacted);
-        Py_DECREF(compacted);
-        if (is_compacted < 0)
-            goto error;
-        Py_CLEAR(v);
-    }
-    if (is_compacted)
-        goto decline;
+    int is_compacted = lent > 0 ? end->compacted : pa_compacted(lg, lent < 0);
+    if (is_compacted > 0)
+        goto decline; /* (the reference's keyless check comes first; where asking for the parts raised, nothing done) */
 
     /* ---- the append (the single broker's append_as_leader) and its result ---- */
-    info = pa_log_append(self, lg, records, parts);
+    info = is_compacted < 0 || lent < 0 ? NULL : pa_log_append(self, lg, records, parts);
     long long first = -1, last = -1;
     int appended = 0;
     if (info == NULL) {

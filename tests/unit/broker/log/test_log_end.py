@@ -199,3 +199,34 @@ def test_the_common_append_is_the_compiled_call(tmp_path_factory: pytest.TempPat
 def test_the_reference_end_declines() -> None:
     end = LogEnd()
     assert end.append_client(memoryview(bytearray(_data(7, 0, 0, 1, False, 1))), NOW, 0, True, 0, 0) is None
+
+
+def test_a_closed_end_declines_even_with_a_tail_set_after(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Log.close closes the end first: its common append declines from then on (the caller's Log.append raises), also
+    after a close that failed before it closed the segments' files, and with a segment's tail set after the close."""
+    def run() -> None:
+        lg = Log(str(tmp_path_factory.mktemp("closed") / "t-0"), LogConfig(), time=MockTime(current_time_ms=NOW))
+        assert lg.append(memoryview(bytearray(_data(7, 0, 0, 2, False, 10))), raise_high_watermark=True).first_offset == 0
+        parts = lg.client_append_parts()
+        assert parts is not None
+        lock, end, now = parts
+        segment = lg.active_segment
+
+        def failing_fsync() -> None:
+            raise OSError(5, "injected: fsync failed")
+
+        segment.flush = failing_fsync  # type: ignore[method-assign]  # the close fails before the files are closed
+        with pytest.raises(OSError):
+            lg.close()
+        del segment.flush
+        for _ in range(2):
+            with lock:
+                assert end.append_client(memoryview(bytearray(_data(7, 0, 2, 1, False, 10))), now, 0, True, 0, 0) is None
+            end.set_tail(segment.tail)  # (kept by no closed end)
+        with pytest.raises(KafkaError, match="is closed"):
+            lg.append(memoryview(bytearray(_data(7, 0, 2, 1, False, 10))), raise_high_watermark=True)
+        assert lg.log_end_offset == 2
+        segment.close()
+
+    _with_kernel(True, run)
+    _with_kernel(False, run)
