@@ -32,6 +32,7 @@ from mini_broker.network.request_channel import (
     StartThrottlingResponse,
     new_request,
     new_request_context,
+    new_send_response,
 )
 from mini_broker.quota.quota_manager import NANOS_TO_PERCENTAGE
 from pykafka_client.errors import MessageDecodeError, UnknownApiKeyError, UnsupportedVersionError
@@ -310,8 +311,15 @@ class KafkaApis:
         quotas = self.quotas
         if quotas is not None and quotas.any_active():
             return False
-        self._mark_complete(request)
-        self.channel.send_response(SendResponse(request, [frame], len(frame), body, on_complete))
+        # (_mark_complete's steps here, without its frame: a request answered now has no remote completion)
+        now = self._now_ns()
+        if request.api_local_complete_time_ns < 0:
+            request.api_local_complete_time_ns = now
+        else:
+            request.api_remote_complete_time_ns = now
+        request.response_complete_time_ns = now
+        self.channel.send_response(new_send_response(request, request.context.connection_id, [frame], len(frame), 0,
+                                                     None, body, on_complete))
         return True
 
     def _send_response(self, request: Request, body: Message, on_complete: Callable[[], None] | None,
@@ -337,7 +345,8 @@ class KafkaApis:
                 pieces = self._throttle(request, body, throttle_ms, pieces)
                 size = _total_size(pieces)
         self._mark_complete(request)
-        self.channel.send_response(SendResponse(request, list(pieces), size, body, on_complete))
+        self.channel.send_response(new_send_response(request, request.context.connection_id, list(pieces), size, 0, None,
+                                                     body, on_complete))
 
     def _record_quotas(self, request: Request, response_size: int) -> int:
         """Record the request against the client quotas that apply; the throttle time (KIP-219)."""
@@ -371,7 +380,8 @@ class KafkaApis:
 
     def send_raw_response(self, request: Request, frame_pieces: list[object]) -> None:
         self._mark_complete(request)
-        self.channel.send_response(SendResponse(request, frame_pieces, _total_size(frame_pieces)))
+        self.channel.send_response(new_send_response(request, request.context.connection_id, frame_pieces,
+                                                     _total_size(frame_pieces), 0, None, None, None))
 
     def send_no_op_response(self, request: Request) -> None:
         """Nothing to write (acks=0 produce): unmute. A quota still records it and throttles the channel
