@@ -2,7 +2,7 @@
  *
  * The network client's per-request objects built without their __init__ (slots_constructor) and a
  * connection's frames read and split in one call (read_frames).
- * Uses: slot_access.c.h.
+ * Uses: slot_access.c.h (mro_lookup, ...).
  */
 
 /* ---- network: the NetworkClient's per-request objects built without their __init__ -------------------------
@@ -108,7 +108,7 @@ static PyObject *k_slots_constructor(PyObject *self, PyObject *args)
         PyObject *name = PyTuple_GET_ITEM(names, i);
         /* the slot's member descriptor as the class sees it (its own or a base's: the subclass's instances have the
          * base's layout), never one a subclass's __dict__ would hide */
-        PyObject *d = PyUnicode_Check(name) ? _PyType_Lookup(type, name) : NULL;
+        PyObject *d = PyUnicode_Check(name) ? mro_lookup(type, name) : NULL;
         int ok = d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type) &&
                  ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
                  PyType_IsSubtype(type, ((PyMemberDescrObject *)d)->d_common.d_type);
