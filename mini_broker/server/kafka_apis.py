@@ -138,8 +138,9 @@ class KafkaApis:
             self.specs[int(spec.api_key)] = spec
         self._broker = broker
         self.metrics = metrics
-        #: api key -> (the metrics they belong to, the API's request instruments): see complete_response_metrics
-        self._request_instruments: dict[int, tuple[BrokerMetrics, RequestInstruments, RequestObserver | None]] = {}
+        #: api key -> (the metrics they belong to, the API's request instruments, their observer): filled by
+        #: complete_response_metrics; read by the processors' compiled response path (see response_metrics_parts)
+        self.request_instruments: dict[int, tuple[BrokerMetrics, RequestInstruments, RequestObserver | None]] = {}
         self.time = time
         self._now_ns = nanoseconds_clock(time)  # a request's completion times (the C clock for the system time)
         # per-request lookups done once: request classes by key (the parse plans below: spec and header version)
@@ -418,6 +419,15 @@ class KafkaApis:
 
     # --- metrics (processor thread, when the response is done) -------------------------------------
 
+    def response_metrics_parts(self) -> tuple[logging.Logger, dict[int, tuple[BrokerMetrics, RequestInstruments,
+                                                                           RequestObserver | None]]] | None:
+        """What a compiled :meth:`complete_response_metrics` of a SendResponse reads: the request logger (on at DEBUG:
+        this method runs) and :attr:`request_instruments` (an api key not there, or there for other metrics: this
+        method runs); None where this method is overridden (it always runs)."""
+        if type(self).complete_response_metrics is not KafkaApis.complete_response_metrics:
+            return None
+        return request_log, self.request_instruments
+
     def complete_response_metrics(self, response: Response, now_ns: int) -> None:
         r = response.request
         ctx = r.context
@@ -431,10 +441,10 @@ class KafkaApis:
             return
         # (BrokerMetrics.record_request_ns of the API's name, its instruments kept here by api key: no name lookup,
         # no frame of its own per request)
-        instruments = self._request_instruments.get(ctx.api_key)
+        instruments = self.request_instruments.get(ctx.api_key)
         if instruments is None or instruments[0] is not metrics:
             made = metrics.request_instruments(_api_name(ctx.api_key))
-            instruments = self._request_instruments[ctx.api_key] = (metrics, made, made.observer())
+            instruments = self.request_instruments[ctx.api_key] = (metrics, made, made.observer())
         # a response that wrote nothing has no send time
         times = (now_ns, r.start_time_ns, r.request_dequeue_time_ns, r.api_local_complete_time_ns,
                  r.api_remote_complete_time_ns, r.response_complete_time_ns, r.response_dequeue_time_ns,
