@@ -102,7 +102,7 @@ class World:
     connections over socket pairs; ``compiled``: its kernel response path, else none (the reference's loop)."""
 
     def __init__(self, compiled: bool) -> None:
-        self.time = MockTime()
+        self.time = MockTime(auto_tick_ms=1)  # (every read moves it: each time a response's metrics take shows)
         self.metrics = BrokerMetrics(self.time)
         config = KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0"})
         self.channel = RequestChannel(10)
@@ -193,7 +193,8 @@ def _frame(n: int, tag: int) -> bytes:
 def _respond(w: World, cid: str, kind: str, size: int, callback: str, api_key: int) -> Response:
     request = _request(cid, api_key)
     request.request_dequeue_time_ns = w.time.nanoseconds()
-    request.api_local_complete_time_ns = w.time.nanoseconds() + 1_000
+    request.api_local_complete_time_ns = w.time.nanoseconds()
+    request.response_complete_time_ns = w.time.nanoseconds()
 
     def on_complete() -> None:
         w.events.append(("on_complete", cid))
@@ -280,7 +281,7 @@ class Lines(logging.Handler):
         self.lines.append(record.getMessage())
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_OPS)
 def test_the_compiled_response_path_sends_and_completes_as_the_reference(ops: list[tuple[Any, ...]]) -> None:
     lines = Lines()
@@ -338,3 +339,40 @@ def test_a_processor_without_compiled_steps_has_no_compiled_response_path() -> N
         selector.close()
     finally:
         _native.use_native(previous)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_at_debug_the_request_log_line_is_written_and_the_metrics_recorded(compiled: bool) -> None:
+    """With the request logger at DEBUG, every completed request's line (the reference's complete_response_metrics
+    runs), also for an api key whose instruments the compiled path already holds."""
+    lines = Lines()
+    request_log.addHandler(lines)
+    level = request_log.level
+    w = World(compiled)
+    try:
+        for debug in (False, True, True, False):
+            request_log.setLevel(logging.DEBUG if debug else logging.WARNING)
+            _apply(w, ("request", 0, 0, False))
+            _apply(w, ("respond", 0, "send", 5, "none", 0, 0))
+        assert [line.split(" total_ms=")[0] for line in lines.lines] == [
+            "event=request_completed api=Produce version=3 correlation_id=7 client_id=client connection=0 "
+            "response=SendResponse"] * 2
+        assert w.metrics.snapshot()['kafka_network_RequestMetrics_Requests_total{request="Produce"}'] == 4
+    finally:
+        request_log.removeHandler(lines)
+        request_log.setLevel(level)
+        w.close()
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_frame_read_ahead_joins_the_receives_only_within_the_budget(compiled: bool) -> None:
+    w = World(compiled)
+    try:
+        got = []
+        for budget in (0, 1, 1):
+            _apply(w, ("request", 0, 3 if budget == 0 else 0, False))
+            got.append((_apply(w, ("respond", 0, "send", 5, "none", budget, 0)),
+                        len(w.selector.completed_receives())))
+        assert got == [(0, 1), (0, 2), (0, 3)]
+    finally:
+        w.close()
