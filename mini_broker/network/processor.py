@@ -464,6 +464,8 @@ class Processor:
             self._process_new_responses()
 
     def _process_receives(self, channel_of: Callable[[str], KafkaChannel | None]) -> None:
+        responses = self._response_queue
+        compiled = self._compiled_responses
         for receive in self.selector.completed_receives():
             conn = self._conns.get(receive.source)
             if conn is None:
@@ -476,10 +478,14 @@ class Processor:
                 conn.pending.append(receive)
                 continue
             self._handle_receive(conn, receive, channel)
-            if self._response_queue:
+            if responses:
                 # an inline-handled request's answer (and any other queued): out now, which may unmute its
-                # connection and read its next frame into this list
-                self._process_new_responses()
+                # connection and read its next frame into this list (the compiled path's first, as
+                # _process_new_responses begins, without its frame: the usual answer is all there is)
+                if compiled is not None:
+                    compiled.send_responses()
+                if responses:
+                    self._process_new_responses()
 
     def _handle_receive(self, conn: _Conn, receive: NetworkReceive, channel: KafkaChannel | None) -> None:
         """Parse and hand over (or handle inline) a frame of ``conn``; ``channel`` is its open channel as looked up

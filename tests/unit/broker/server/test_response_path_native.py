@@ -73,7 +73,7 @@ def test_new_send_response_builds_what_send_response_builds(cid: str, buffers: l
     on_complete = (lambda: None) if callback else None
     made = new_send_response(request, cid, buffers, size, 0, None, body, on_complete)
     reference = _new_send_response_reference(request, cid, buffers, size, 0, None, body, on_complete)
-    assert type(made) is SendResponse and made is not new_send_response
+    assert type(made) is SendResponse
     assert _slots(made) == _slots(reference) == _slots(SendResponse(request, buffers, size, body, on_complete))
     assert not hasattr(made, "__dict__") and repr(made) == repr(reference)
 
@@ -306,7 +306,7 @@ def test_the_compiled_response_path_sends_and_completes_as_the_reference(ops: li
     try:
         run_in_lockstep(compiled, reference, ops, outcome)
     finally:
-        for lg, level in zip(loggers, levels):
+        for lg, level in zip(loggers, levels, strict=True):
             lg.removeHandler(lines)
             lg.setLevel(level)
 
