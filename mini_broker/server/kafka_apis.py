@@ -312,13 +312,7 @@ class KafkaApis:
         quotas = self.quotas
         if quotas is not None and quotas.any_active():
             return False
-        # (_mark_complete's steps here, without its frame: a request answered now has no remote completion)
-        now = self._now_ns()
-        if request.api_local_complete_time_ns < 0:
-            request.api_local_complete_time_ns = now
-        else:
-            request.api_remote_complete_time_ns = now
-        request.response_complete_time_ns = now
+        self._mark_complete(request)
         self.channel.send_response(new_send_response(request, request.context.connection_id, [frame], len(frame), 0,
                                                      None, body, on_complete))
         return True
