@@ -46,6 +46,7 @@ from pykafka_client.network.transport.selectable import NetworkReceive
 from pykafka_client.network.transport.selector import Selector
 from pykafka_client.protocol.records import _native
 from pykafka_client.utils.time import MockTime
+from tests.doubles.socket_pairs import drain, register_pair
 from tests.unit.lockstep import run_in_lockstep
 
 kernel = _native.loaded_kernel()
@@ -121,20 +122,12 @@ class World:
         self.received: dict[str, bytearray] = {cid: bytearray() for cid in IDS}
         self.events: list[tuple[str, str]] = []
         for cid in IDS:
-            ours, theirs = socket.socketpair()
-            ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
-            theirs.setblocking(False)
-            self.peers[cid] = theirs
-            self.selector.register(cid, ours)
+            self.peers[cid] = register_pair(self.selector, cid, SEND_BUFFER)
             quotas.inc("1.2.3.4")
             self.proc._conns[cid] = _Conn(cid, "1.2.3.4", "1.2.3.4:5")
 
     def drain(self, cid: str) -> None:
-        try:
-            while chunk := self.peers[cid].recv(65536):
-                self.received[cid] += chunk
-        except OSError:
-            pass
+        drain(self.peers[cid], self.received[cid])
 
     def state(self) -> Any:
         p, s = self.proc, self.selector
