@@ -36,10 +36,11 @@ from mini_broker.security.sasl_authenticator import DelayedAuthFailures, SaslSer
 from pykafka_client.network.transport.channel import ANONYMOUS, ChannelMuteEvent, ChannelMuteState, KafkaChannel
 from pykafka_client.network.transport.selectable import DisconnectInfo, NetworkReceive, NetworkSend
 from pykafka_client.network.transport.server_channel_path import ServerChannelPathApi
+from pykafka_client.protocol.records import _native
 from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
 
 if TYPE_CHECKING:
-    from mini_broker.metrics import BrokerMetrics
+    from mini_broker.metrics import BrokerMetrics, RequestInstruments, RequestObserver
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,22 @@ POLL_TIMEOUT_MS: Final = 300
 #: at most this many frames a round handled from read-ahead bytes of connections answered within the round (without
 #: another poll: see _process_completed_receives); the other connections' I/O waits for the next poll meanwhile
 READ_AHEAD_FRAMES_PER_ROUND: Final = 8
+#: the steps of a response whose failure :meth:`Processor.response_step_failed` handles: its send (the dequeue, the
+#: write, the request frame's release: the connection closed), its completion (metrics and callback: logged only), the
+#: channel's unmute and read-ahead after it (the connection closed)
+RESPONSE_STEP_SEND: Final = 0
+RESPONSE_STEP_COMPLETION: Final = 1
+RESPONSE_STEP_UNMUTE: Final = 2
+
+
+class _ResponsePath(Protocol):
+    """The kernel's ProcessorResponsePath (``records/kernel/broker_response_path.c.h``)."""
+
+    def send_responses(self) -> None:
+        """Send the response queue's leading SendResponses whose connection is open, as
+        :meth:`Processor._process_new_responses` and :meth:`Processor._response_sent` do (a step that raises goes to
+        :meth:`Processor.response_step_failed`); stops at the first other response, left at the head."""
+        ...
 
 
 class ServerSelector(Protocol):
@@ -116,7 +133,7 @@ class ServerSelector(Protocol):
     def close(self) -> None: ...
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Conn:
     connection_id: str
     remote_ip: str
@@ -162,6 +179,12 @@ class RequestParser(Protocol):
 
     def complete_response_metrics(self, response: Response, now_ns: int) -> None: ...
 
+    def response_metrics_parts(self) -> tuple[logging.Logger, dict[int, tuple[BrokerMetrics, RequestInstruments,
+                                                                           RequestObserver | None]]] | None:
+        """What a compiled :meth:`complete_response_metrics` reads (KafkaApis.response_metrics_parts), or None: it is
+        always called."""
+        ...
+
 
 class Processor:
     """A network thread: owns a Selector and the connections the Acceptor hands it."""
@@ -186,6 +209,9 @@ class Processor:
         self._steps: ServerChannelPathApi = compiled if compiled is not None else selector
         #: the selector's open channels by id (a request's channel is looked up twice: no call each time)
         self._open_channels = selector.open_channels()
+        #: the common SendResponse's steps of _process_new_responses and _response_sent compiled (the kernel's
+        #: ProcessorResponsePath, see _compiled_responses), or None: the reference's loop alone
+        self._compiled_responses: _ResponsePath | None = None
         self._time = time
         # the monotonic clock, read several times per request (the C clock itself for the system time)
         self._now_ns = nanoseconds_clock(time)
@@ -204,14 +230,15 @@ class Processor:
         self._conns: dict[str, _Conn] = {}
         self._ready: collections.deque[str] = collections.deque()  # conns with pending frames to process
         self._handled_inline = False
-        #: frames read ahead that _response_sent may still add to the completed receives being gone through (0
-        #: outside _process_completed_receives: none)
-        self._read_ahead_budget = 0
+        #: frames read ahead that _response_sent (or the compiled response path) may still add to the completed
+        #: receives being gone through (0 outside _process_completed_receives: none)
+        self.read_ahead_budget = 0
         #: True from just before _poll looks at the response queue until its wait is over: while it is False the
         #: thread has not yet looked at the queue for its next wait, so a response appended then needs no wake-up
         self._in_wait = False
         self._index = 0
         self._running = True
+        self._compiled_responses = self._compiled_response_path(compiled)
         self._thread = threading.Thread(target=self.run, name=f"data-plane-network-thread-{listener.listener_name}-{processor_id}",
                                         daemon=True)
         self.stopped = threading.Event()
@@ -325,7 +352,14 @@ class Processor:
         processNewResponses). One frame for the lot: a response is handled in the loop's body."""
         responses = self._response_queue
         conns = self._conns
+        compiled = self._compiled_responses
         while responses:
+            if compiled is not None:
+                # the leading common SendResponses (their connection open), each as the body below and
+                # _response_sent do it; the first other one (if any) is left at the head for the body below
+                compiled.send_responses()
+                if not responses:
+                    return
             resp = responses.popleft()
             cid = resp.request.context.connection_id
             try:
@@ -355,8 +389,33 @@ class Processor:
                 else:
                     raise TypeError(f"unknown response type {type(resp).__name__}")
             except Exception as e:
-                log.warning("event=response_failed connection=%s error=%r", cid, e)
-                self._close(cid, "response_failed")
+                self.response_step_failed(RESPONSE_STEP_SEND, cid, e)
+
+    def response_step_failed(self, step: int, cid: str, error: Exception) -> None:
+        """A response's step for connection ``cid`` raised ``error``: logged, and the connection closed unless the
+        step is :data:`RESPONSE_STEP_COMPLETION` (the response's metrics and callback; the unmute goes on). For the
+        reference's steps and the compiled response path's alike."""
+        if step == RESPONSE_STEP_COMPLETION:
+            log.warning("event=send_completion_failed connection=%s error=%r", cid, error)
+        elif step == RESPONSE_STEP_UNMUTE:
+            log.info("event=unmute_failed connection=%s error=%r", cid, error)
+            self._close(cid, "unmute_failed")
+        else:
+            log.warning("event=response_failed connection=%s error=%r", cid, error)
+            self._close(cid, "response_failed")
+
+    def _compiled_response_path(self, steps: ServerChannelPathApi | None) -> _ResponsePath | None:
+        """The kernel's ProcessorResponsePath over this processor (held weakly) and its lent parts, where the channel
+        steps are compiled (``steps``: the selector's ServerChannelPath) and the open channels are a dict; else None."""
+        kernel = _native.kernel
+        if kernel is None or steps is None or type(self._open_channels) is not dict:
+            return None
+        parts = self._parser.response_metrics_parts()
+        request_log, instruments = parts if parts is not None else (None, None)
+        path: _ResponsePath = kernel.ProcessorResponsePath(
+            self, self._parser, self._response_queue, self._conns, self._inflight, self._ready, self._open_channels,
+            steps, self._now_ns, SendResponse, request_log, instruments)
+        return path
 
     def _poll(self) -> None:
         # the flag is raised before the queue is looked at (a response appended before the look is seen by it and
@@ -383,11 +442,11 @@ class Processor:
         # The list may grow while it is gone through: the answer of an inline-handled request goes out at once
         # (below), and when it unmutes its connection the frame read ahead after it joins the list (the selector's
         # read_buffered, see _response_sent), a bounded number a round: handled in turn, without another poll.
-        self._read_ahead_budget = READ_AHEAD_FRAMES_PER_ROUND
+        self.read_ahead_budget = READ_AHEAD_FRAMES_PER_ROUND
         try:
             self._process_receives(channel_of)
         finally:
-            self._read_ahead_budget = 0
+            self.read_ahead_budget = 0
         # frames that waited for an unmute
         for _ in range(len(self._ready)):
             cid = self._ready.popleft()
@@ -405,6 +464,8 @@ class Processor:
             self._process_new_responses()
 
     def _process_receives(self, channel_of: Callable[[str], KafkaChannel | None]) -> None:
+        responses = self._response_queue
+        compiled = self._compiled_responses
         for receive in self.selector.completed_receives():
             conn = self._conns.get(receive.source)
             if conn is None:
@@ -417,10 +478,14 @@ class Processor:
                 conn.pending.append(receive)
                 continue
             self._handle_receive(conn, receive, channel)
-            if self._response_queue:
+            if responses:
                 # an inline-handled request's answer (and any other queued): out now, which may unmute its
-                # connection and read its next frame into this list
-                self._process_new_responses()
+                # connection and read its next frame into this list (the compiled path's first, as
+                # _process_new_responses begins, without its frame: the usual answer is all there is)
+                if compiled is not None:
+                    compiled.send_responses()
+                if responses:
+                    self._process_new_responses()
 
     def _handle_receive(self, conn: _Conn, receive: NetworkReceive, channel: KafkaChannel | None) -> None:
         """Parse and hand over (or handle inline) a frame of ``conn``; ``channel`` is its open channel as looked up
@@ -553,7 +618,7 @@ class Processor:
                 if sent.on_complete is not None:
                     sent.on_complete()
             except Exception as e:
-                log.warning("event=send_completion_failed connection=%s error=%r", sent.destination, e)
+                self.response_step_failed(RESPONSE_STEP_COMPLETION, sent.destination, e)
         if conn is None:
             return
         cid = conn.connection_id
@@ -567,12 +632,11 @@ class Processor:
             if self._steps.unmute_channel(channel, True):  # after RESPONSE_SENT
                 if conn.pending:
                     self._ready.append(cid)
-                elif self._read_ahead_budget > 0 and self._steps.read_buffered(channel):
+                elif self.read_ahead_budget > 0 and self._steps.read_buffered(channel):
                     # (only while the completed receives are gone through: the frame joins them)
-                    self._read_ahead_budget -= 1
+                    self.read_ahead_budget -= 1
         except Exception as e:
-            log.info("event=unmute_failed connection=%s error=%r", cid, e)
-            self._close(cid, "unmute_failed")
+            self.response_step_failed(RESPONSE_STEP_UNMUTE, cid, e)
 
     def _process_disconnected(self) -> None:
         for cid, info in self.selector.disconnected().items():

@@ -19,10 +19,11 @@ from __future__ import annotations
 import queue
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Protocol, Union
+from typing import TYPE_CHECKING, Callable, Final, Protocol, Union
 
 from pykafka_client.network.transport.positional_new import positional_new
 from pykafka_client.network.transport.selectable import NetworkSend
+from pykafka_client.protocol.records import _native
 
 if TYPE_CHECKING:
     from mini_broker.metrics import BrokerMetrics
@@ -107,8 +108,10 @@ WAKEUP = WakeupRequest()
 
 @dataclass(eq=False)
 class Response:
-    """Base of the response kinds; ``request`` is the request it answers."""
+    """Base of the response kinds; ``request`` is the request it answers. (No slots of its own, no ``__dict__``:
+    a :class:`SendResponse` is slotted; the other kinds, plain dataclasses, have a ``__dict__``.)"""
 
+    __slots__ = ()
     request: Request
 
 
@@ -117,8 +120,10 @@ class SendResponse(Response, NetworkSend):
     FileRegion for zero-copy); ``size`` their total length; ``body`` the response object (for logs).
 
     It is itself the :class:`NetworkSend` the processor hands to its selector, addressed to the request's
-    connection (``destination``): one object per response, not a response and a send made from it."""
+    connection (``destination``): one object per response, not a response and a send made from it. (Slotted: one
+    per answer, built by :data:`new_send_response` without this ``__init__`` where the kernel is loaded.)"""
 
+    __slots__ = ("request", "body", "on_complete")
     body: object
     on_complete: Callable[[], None] | None
 
@@ -136,6 +141,30 @@ class SendResponse(Response, NetworkSend):
     def __repr__(self) -> str:
         return (f"SendResponse(connection_id={self.destination!r}, size={self.size}, written={self.written}, "
                 f"body={type(self.body).__name__})")
+
+
+def _new_send_response_reference(request: Request, destination: str, buffers: list[object], size: int, written: int,
+                                 extra: object, body: object, on_complete: Callable[[], None] | None) -> SendResponse:
+    """:data:`new_send_response`'s reference: ``SendResponse(request, buffers, size, body, on_complete)``, whose
+    ``destination`` is the request's connection id, ``written`` 0 and ``extra`` None (the values given for them are
+    those; the kernel's constructor sets each slot to its value)."""
+    return SendResponse(request, buffers, size, body, on_complete)
+
+
+def _send_response_constructor() -> Callable[..., SendResponse]:
+    kernel = _native.loaded_kernel()
+    if kernel is None:
+        return _new_send_response_reference
+    made: Callable[..., SendResponse] = kernel.slots_constructor(SendResponse, SEND_RESPONSE_SLOTS)
+    return made
+
+
+#: the slots :data:`new_send_response` sets, in the order of its arguments
+SEND_RESPONSE_SLOTS: Final = ("request", "destination", "buffers", "size", "written", "extra", "body", "on_complete")
+#: ``new_send_response(request, request.context.connection_id, buffers, size, 0, None, body, on_complete)`` is
+#: ``SendResponse(request, buffers, size, body, on_complete)`` without its Python ``__init__`` (the kernel's slots
+#: constructor, one answer each request) when the kernel is loaded, else :func:`_new_send_response_reference`
+new_send_response: Callable[..., SendResponse] = _send_response_constructor()
 
 
 @dataclass(eq=False)

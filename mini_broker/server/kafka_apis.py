@@ -32,6 +32,7 @@ from mini_broker.network.request_channel import (
     StartThrottlingResponse,
     new_request,
     new_request_context,
+    new_send_response,
 )
 from mini_broker.quota.quota_manager import NANOS_TO_PERCENTAGE
 from pykafka_client.errors import MessageDecodeError, UnknownApiKeyError, UnsupportedVersionError
@@ -137,8 +138,9 @@ class KafkaApis:
             self.specs[int(spec.api_key)] = spec
         self._broker = broker
         self.metrics = metrics
-        #: api key -> (the metrics they belong to, the API's request instruments): see complete_response_metrics
-        self._request_instruments: dict[int, tuple[BrokerMetrics, RequestInstruments, RequestObserver | None]] = {}
+        #: api key -> (the metrics they belong to, the API's request instruments, their observer): filled by
+        #: complete_response_metrics; read by the processors' compiled response path (see response_metrics_parts)
+        self.request_instruments: dict[int, tuple[BrokerMetrics, RequestInstruments, RequestObserver | None]] = {}
         self.time = time
         self._now_ns = nanoseconds_clock(time)  # a request's completion times (the C clock for the system time)
         # per-request lookups done once: request classes by key (the parse plans below: spec and header version)
@@ -311,7 +313,8 @@ class KafkaApis:
         if quotas is not None and quotas.any_active():
             return False
         self._mark_complete(request)
-        self.channel.send_response(SendResponse(request, [frame], len(frame), body, on_complete))
+        self.channel.send_response(new_send_response(request, request.context.connection_id, [frame], len(frame), 0,
+                                                     None, body, on_complete))
         return True
 
     def _send_response(self, request: Request, body: Message, on_complete: Callable[[], None] | None,
@@ -337,7 +340,8 @@ class KafkaApis:
                 pieces = self._throttle(request, body, throttle_ms, pieces)
                 size = _total_size(pieces)
         self._mark_complete(request)
-        self.channel.send_response(SendResponse(request, list(pieces), size, body, on_complete))
+        self.channel.send_response(new_send_response(request, request.context.connection_id, list(pieces), size, 0, None,
+                                                     body, on_complete))
 
     def _record_quotas(self, request: Request, response_size: int) -> int:
         """Record the request against the client quotas that apply; the throttle time (KIP-219)."""
@@ -371,7 +375,8 @@ class KafkaApis:
 
     def send_raw_response(self, request: Request, frame_pieces: list[object]) -> None:
         self._mark_complete(request)
-        self.channel.send_response(SendResponse(request, frame_pieces, _total_size(frame_pieces)))
+        self.channel.send_response(new_send_response(request, request.context.connection_id, frame_pieces,
+                                                     _total_size(frame_pieces), 0, None, None, None))
 
     def send_no_op_response(self, request: Request) -> None:
         """Nothing to write (acks=0 produce): unmute. A quota still records it and throttles the channel
@@ -408,6 +413,15 @@ class KafkaApis:
 
     # --- metrics (processor thread, when the response is done) -------------------------------------
 
+    def response_metrics_parts(self) -> tuple[logging.Logger, dict[int, tuple[BrokerMetrics, RequestInstruments,
+                                                                           RequestObserver | None]]] | None:
+        """What a compiled :meth:`complete_response_metrics` of a SendResponse reads: the request logger (on at DEBUG:
+        this method runs) and :attr:`request_instruments` (an api key not there, or there for other metrics: this
+        method runs); None where this method is overridden (it always runs)."""
+        if type(self).complete_response_metrics is not KafkaApis.complete_response_metrics:
+            return None
+        return request_log, self.request_instruments
+
     def complete_response_metrics(self, response: Response, now_ns: int) -> None:
         r = response.request
         ctx = r.context
@@ -421,10 +435,10 @@ class KafkaApis:
             return
         # (BrokerMetrics.record_request_ns of the API's name, its instruments kept here by api key: no name lookup,
         # no frame of its own per request)
-        instruments = self._request_instruments.get(ctx.api_key)
+        instruments = self.request_instruments.get(ctx.api_key)
         if instruments is None or instruments[0] is not metrics:
             made = metrics.request_instruments(_api_name(ctx.api_key))
-            instruments = self._request_instruments[ctx.api_key] = (metrics, made, made.observer())
+            instruments = self.request_instruments[ctx.api_key] = (metrics, made, made.observer())
         # a response that wrote nothing has no send time
         times = (now_ns, r.start_time_ns, r.request_dequeue_time_ns, r.api_local_complete_time_ns,
                  r.api_remote_complete_time_ns, r.response_complete_time_ns, r.response_dequeue_time_ns,

@@ -42,7 +42,8 @@
  *             release and acknowledged sequences without Python frames, over producer_response's and
  *             producer_incomplete's);
  *   broker:   server_channel_path (a broker Processor's per-request channel steps, ServerChannelPath, over
- *             client_channel_send's write).
+ *             client_channel_send's write); broker_response_path (a Processor's common response sent and
+ *             completed, ProcessorResponsePath, over server_channel_path).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -98,6 +99,7 @@ static PyObject *py_read_varint = NULL;
 #include "kernel/producer_append_run.c.h"
 #include "kernel/client_poll.c.h"
 #include "kernel/server_channel_path.c.h"
+#include "kernel/broker_response_path.c.h"
 
 /* ---- module ---------------------------------------------------------------------------------------- */
 
@@ -374,6 +376,16 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_INCREF(&ServerChannelPathType);
     if (PyModule_AddObject(m, "ServerChannelPath", (PyObject *)&ServerChannelPathType) < 0) {
         Py_DECREF(&ServerChannelPathType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyType_Ready(&ResponsePathType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&ResponsePathType);
+    if (PyModule_AddObject(m, "ProcessorResponsePath", (PyObject *)&ResponsePathType) < 0) {
+        Py_DECREF(&ResponsePathType);
         Py_DECREF(m);
         return NULL;
     }

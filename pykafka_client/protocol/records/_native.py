@@ -313,6 +313,12 @@ class Kernel(Protocol):
     #: broker Processor's per-request channel steps (``network.transport.selector.Selector.compiled_server_path``; its
     #: instances are ``network.transport.server_channel_path.ServerChannelPathApi``)
     ServerChannelPath: Callable[..., Any]
+    # broker_response_path.c.h
+    #: ``ProcessorResponsePath(processor, parser, responses, conns, inflight, ready, open_channels, steps, clock_ns,
+    #: send_response_type, request_log, instruments)``: a broker Processor's common SendResponse sent and completed
+    #: (``mini_broker.network.processor.Processor._compiled_response_path``; reference: its _process_new_responses and
+    #: _response_sent)
+    ProcessorResponsePath: Callable[..., Any]
     def index_columns(self, first_width: int, second_width: int, /) -> Any:
         """Reference: ``mini_broker.log.index_columns.IndexColumns(first_width, second_width)``."""
 

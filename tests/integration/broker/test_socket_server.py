@@ -69,6 +69,9 @@ class EchoApis:
     def complete_response_metrics(self, response: Response, now_ns: int) -> None:
         return
 
+    def response_metrics_parts(self) -> None:
+        return None
+
 
 Server = tuple[SocketServer, EchoApis, KafkaRequestHandlerPool, RequestChannel]
 

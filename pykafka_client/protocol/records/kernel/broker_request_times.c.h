@@ -75,7 +75,7 @@ static PyObject *k_observe_request_times(PyObject *self, PyObject *const *args, 
     if (s_acquire == NULL && ((s_acquire = PyUnicode_InternFromString("acquire")) == NULL
                               || (s_release = PyUnicode_InternFromString("release")) == NULL))
         return NULL;
-    PyObject *r = PyObject_CallMethodNoArgs(lock, s_acquire);
+    PyObject *r = PyObject_VectorcallMethod(s_acquire, &lock, 1, NULL);
     if (r == NULL)
         return NULL;
     Py_DECREF(r);
@@ -106,20 +106,25 @@ static PyObject *k_observe_request_times(PyObject *self, PyObject *const *args, 
         for (int i = 0; !failed && i < REQUEST_TIMES; i++) {
             PyObject *h = PyTuple_GET_ITEM(histograms, i);
             double v = t[i];
-            PyObject *nv = PyFloat_FromDouble(v);
-            if (nv == NULL) {
-                failed = 1;
-                break;
+            /* the new bound made only where one moves (most requests move none: no float to make and free) */
+            int lower = counts[i] == 0 || v < PyFloat_AS_DOUBLE(SLOT(h, hist_class, 1));
+            int higher = counts[i] == 0 || v > PyFloat_AS_DOUBLE(SLOT(h, hist_class, 2));
+            if (lower || higher) {
+                PyObject *nv = PyFloat_FromDouble(v);
+                if (nv == NULL) {
+                    failed = 1;
+                    break;
+                }
+                if (lower) {
+                    Py_INCREF(nv);
+                    Py_SETREF(SLOT(h, hist_class, 1), nv);
+                }
+                if (higher) {
+                    Py_INCREF(nv);
+                    Py_SETREF(SLOT(h, hist_class, 2), nv);
+                }
+                Py_DECREF(nv);
             }
-            if (counts[i] == 0 || v < PyFloat_AS_DOUBLE(SLOT(h, hist_class, 1))) {
-                Py_INCREF(nv);
-                Py_SETREF(SLOT(h, hist_class, 1), nv);
-            }
-            if (counts[i] == 0 || v > PyFloat_AS_DOUBLE(SLOT(h, hist_class, 2))) {
-                Py_INCREF(nv);
-                Py_SETREF(SLOT(h, hist_class, 2), nv);
-            }
-            Py_DECREF(nv);
             PyObject *c = PyLong_FromLongLong(counts[i] + 1);
             PyObject *s = c ? PyFloat_FromDouble(PyFloat_AS_DOUBLE(SLOT(h, hist_class, 3)) + v) : NULL;
             if (s == NULL) {
@@ -133,7 +138,7 @@ static PyObject *k_observe_request_times(PyObject *self, PyObject *const *args, 
     }
     PyObject *exc_type, *exc_value, *exc_tb;
     PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-    r = PyObject_CallMethodNoArgs(lock, s_release);
+    r = PyObject_VectorcallMethod(s_release, &lock, 1, NULL);
     if (r == NULL) {
         Py_XDECREF(exc_type);
         Py_XDECREF(exc_value);

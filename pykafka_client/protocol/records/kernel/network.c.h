@@ -2,12 +2,13 @@
  *
  * The network client's per-request objects built without their __init__ (slots_constructor) and a
  * connection's frames read and split in one call (read_frames).
- * Uses: slot_access.c.h.
+ * Uses: slot_access.c.h (mro_lookup, ...).
  */
 
 /* ---- network: the NetworkClient's per-request objects built without their __init__ -------------------------
  * slots_constructor(cls, names) -> a callable that makes an instance of ``cls`` (a slotted class: a dataclass with
- * slots=True and no __post_init__, network.transport.positional_new checks that) from one value per name,
+ * slots=True and no __post_init__, network.transport.positional_new checks that; or a slotted subclass of one, whose
+ * slots may be its bases': mini_broker's SendResponse) from one value per name,
  * positional, in the order of ``names``: what ``cls(*values)`` makes when ``names`` are its fields in order, without
  * the Python frame of the generated __init__ (a produce request's ClientRequest, NetworkSend, InFlightRequest and
  * ClientResponse, and each frame's NetworkReceive). */
@@ -81,7 +82,7 @@ PyDoc_STRVAR(slots_constructor_doc,
 "Reference: ``cls(*values)`` of a slotted dataclass whose fields are ``names`` in order (no __post_init__): a\n"
 "callable taking exactly one positional value per name that makes an instance of ``cls`` with each slot set to\n"
 "its value, without calling __init__. TypeError unless ``cls`` has no __dict__ and each name is a slot (an\n"
-"object member) defined by ``cls`` itself, all distinct, at most 16.");
+"object member) of ``cls`` (defined by it or by a base), all distinct, at most 16.");
 
 static PyObject *k_slots_constructor(PyObject *self, PyObject *args)
 {
@@ -105,10 +106,12 @@ static PyObject *k_slots_constructor(PyObject *self, PyObject *args)
     PyObject_GC_Track(m);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *name = PyTuple_GET_ITEM(names, i);
-        PyObject *d = PyUnicode_Check(name) ? PyDict_GetItemWithError(type->tp_dict, name) : NULL;
+        /* the slot's member descriptor as the class sees it (its own or a base's: the subclass's instances have the
+         * base's layout), never one a subclass's __dict__ would hide */
+        PyObject *d = PyUnicode_Check(name) ? mro_lookup(type, name) : NULL;
         int ok = d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type) &&
                  ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
-                 ((PyMemberDescrObject *)d)->d_common.d_type == type;
+                 PyType_IsSubtype(type, ((PyMemberDescrObject *)d)->d_common.d_type);
         if (ok) {
             m->offsets[i] = ((PyMemberDescrObject *)d)->d_member->offset;
             for (Py_ssize_t j = 0; j < i; j++)

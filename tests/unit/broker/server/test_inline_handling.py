@@ -48,6 +48,9 @@ class InlineParser:
 
     def complete_response_metrics(self, response: Response, now_ns: int) -> None: ...
 
+    def response_metrics_parts(self) -> None:
+        return None
+
 
 def make() -> tuple[Processor, ScriptedSelector, RequestChannel, InlineParser]:
     config = KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0"})

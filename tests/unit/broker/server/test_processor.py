@@ -157,6 +157,9 @@ class Parser:
 
     def complete_response_metrics(self, response: Response, now_ns: int) -> None: ...
 
+    def response_metrics_parts(self) -> None:
+        return None
+
 
 def mute_state_of(channel: KafkaChannel) -> ChannelMuteState:
     """The channel's mute state, read afresh (each round may move it)."""
@@ -555,7 +558,7 @@ def test_frames_read_ahead_after_an_inline_answer_are_handled_in_the_same_round(
     step(proc)
     assert polls == 1 and parser.handled == [b"a", b"b", b"c"]
     assert [s.buffers for s in sel.written_at_once] == [[b"A"], [b"B"], [b"C"]]
-    assert sel.channels["c1"].mute_state is ChannelMuteState.NOT_MUTED and proc._read_ahead_budget == 0
+    assert sel.channels["c1"].mute_state is ChannelMuteState.NOT_MUTED and proc.read_ahead_budget == 0
 
 
 def test_frames_read_ahead_in_a_round_are_bounded() -> None:

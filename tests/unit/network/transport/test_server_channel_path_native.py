@@ -27,6 +27,7 @@ from pykafka_client.network.transport.selector import Selector
 from pykafka_client.network.transport.server_channel_path import ServerChannelPathApi
 from pykafka_client.protocol.records import _native
 from pykafka_client.utils.time import MockTime
+from tests.doubles.socket_pairs import drain, register_pair
 from tests.unit.lockstep import run_in_lockstep
 
 kernel = _native.loaded_kernel()
@@ -54,18 +55,10 @@ class World:
         self.received: dict[str, bytearray] = {cid: bytearray() for cid in IDS}
         self.sends: list[NetworkSend] = []
         for cid in IDS:
-            ours, theirs = socket.socketpair()
-            ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
-            theirs.setblocking(False)
-            self.peers[cid] = theirs
-            self.selector.register(cid, ours)
+            self.peers[cid] = register_pair(self.selector, cid, SEND_BUFFER)
 
     def drain(self, cid: str) -> None:
-        try:
-            while chunk := self.peers[cid].recv(65536):
-                self.received[cid] += chunk
-        except OSError:
-            pass
+        drain(self.peers[cid], self.received[cid])
 
     def state(self) -> Any:
         s = self.selector
