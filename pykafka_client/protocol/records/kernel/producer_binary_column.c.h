@@ -1,0 +1,269 @@
+/* kernel/producer_binary_column.c.h
+ *
+ * send_batch's keys and values read where they are: BinaryColumn (batch_append.BinaryColumnReference compiled, made
+ * by binary_column), one Arrow binary or string array's items over its buffers, and kv_source, the one way the
+ * send_batch steps (scan_records, key_partitions, append_pending, ManyAppender) read item i of a list of bytes or
+ * None or of such a column: its bytes and size, no Python object made for a column's item.
+ * Uses: producer_pending.c.h (producer_bytes).
+ */
+
+/* ---- producer: an Arrow binary column over its buffers (batch_append.BinaryColumnReference) ---------------------- */
+
+/* The items of one Arrow binary / string array (32- or 64-bit offsets), read from its buffers. The data and validity
+ * buffers are held (Py_buffer views: their exporters kept alive and unresizable); the offsets are copied at the
+ * column's making, checked in order and within the data once, so an item's read needs no check and a later write to
+ * an exporter's memory cannot move a read outside it. A sequence: len() and column[i] (bytes or None), as the
+ * reference. */
+typedef struct {
+    PyObject_HEAD
+    Py_buffer data, validity;
+    int have_data, have_validity;
+    const uint8_t *bits;    /* the validity bitmap, or NULL: no nulls */
+    Py_ssize_t bit0;        /* the bit of item 0 (the array's offset) */
+    Py_ssize_t length;
+    int64_t *starts;        /* length + 1 item starts in data, ascending */
+    Py_ssize_t largest;     /* the largest item's size (0 for none) */
+} BinaryColumnObject;
+
+static PyTypeObject BinaryColumnType;
+
+static inline int is_binary_column(PyObject *o) { return Py_IS_TYPE(o, &BinaryColumnType); }
+
+/* item i (0 <= i < length) of a column: its bytes at *ptr and size (-1: null) */
+static inline __attribute__((always_inline)) Py_ssize_t bc_item(const BinaryColumnObject *c, Py_ssize_t i,
+                                                                const char **ptr)
+{
+    Py_ssize_t j = c->bit0 + i;
+    if (c->bits != NULL && !((c->bits[j >> 3] >> (j & 7)) & 1)) {
+        *ptr = NULL;
+        return -1;
+    }
+    *ptr = (const char *)c->data.buf + c->starts[i];
+    return (Py_ssize_t)(c->starts[i + 1] - c->starts[i]);
+}
+
+static void bc_dealloc(PyObject *op)
+{
+    BinaryColumnObject *c = (BinaryColumnObject *)op;
+    if (c->have_data)
+        PyBuffer_Release(&c->data);
+    if (c->have_validity)
+        PyBuffer_Release(&c->validity);
+    PyMem_Free(c->starts);
+    Py_TYPE(op)->tp_free(op);
+}
+
+static Py_ssize_t bc_length(PyObject *op)
+{
+    return ((BinaryColumnObject *)op)->length;
+}
+
+static PyObject *bc_getitem(PyObject *op, Py_ssize_t i)
+{
+    BinaryColumnObject *c = (BinaryColumnObject *)op;
+    if (i < 0 || i >= c->length) { /* (sq_item: a negative index already has the length added) */
+        PyErr_SetString(PyExc_IndexError, "BinaryColumn index out of range");
+        return NULL;
+    }
+    const char *d;
+    Py_ssize_t n = bc_item(c, i, &d);
+    if (n < 0)
+        Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize(d, n);
+}
+
+/* column[index] (a negative index from the end) or column[slice] (a list), as the reference's */
+static PyObject *bc_subscript(PyObject *op, PyObject *key)
+{
+    BinaryColumnObject *c = (BinaryColumnObject *)op;
+    if (PyIndex_Check(key)) {
+        Py_ssize_t i = PyNumber_AsSsize_t(key, PyExc_IndexError);
+        if (i == -1 && PyErr_Occurred())
+            return NULL;
+        return bc_getitem(op, i < 0 ? i + c->length : i);
+    }
+    if (!PySlice_Check(key)) {
+        PyErr_Format(PyExc_TypeError, "BinaryColumn indices must be integers or slices, not %.100s", Py_TYPE(key)->tp_name);
+        return NULL;
+    }
+    Py_ssize_t start, stop, step;
+    if (PySlice_Unpack(key, &start, &stop, &step) < 0)
+        return NULL;
+    Py_ssize_t n = PySlice_AdjustIndices(c->length, &start, &stop, step);
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0, i = start; k < n; k++, i += step) {
+        PyObject *item = bc_getitem(op, i);
+        if (item == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, k, item);
+    }
+    return out;
+}
+
+static PySequenceMethods bc_as_sequence = {
+    .sq_length = bc_length,
+    .sq_item = bc_getitem,
+};
+
+static PyMappingMethods bc_as_mapping = {
+    .mp_length = bc_length,
+    .mp_subscript = bc_subscript,
+};
+
+PyDoc_STRVAR(binary_column_doc,
+    "binary_column(validity, offsets, data, offset, length, large) -> BinaryColumn | None\n\n"
+    "producer.batch_append.BinaryColumnReference compiled: the items offset..offset+length of one Arrow binary or\n"
+    "string array (large: 64-bit offsets) over its buffers (validity bitmap or None, offsets, data or None), a\n"
+    "sequence of bytes or None that send_batch's kernel steps read without a bytes object per item. None, with\n"
+    "nothing made, when a buffer is too short or an offset is out of order or outside the data (the reference\n"
+    "reports it).");
+
+static PyObject *k_binary_column(PyObject *self, PyObject *args)
+{
+    PyObject *validity, *offsets, *data;
+    Py_ssize_t offset, length;
+    int large;
+    if (!PyArg_ParseTuple(args, "OOOnnp", &validity, &offsets, &data, &offset, &length, &large))
+        return NULL;
+    if (offset < 0 || length < 0)
+        Py_RETURN_NONE;
+    BinaryColumnObject *c = PyObject_New(BinaryColumnObject, &BinaryColumnType);
+    if (c == NULL)
+        return NULL;
+    c->have_data = c->have_validity = 0;
+    c->bits = NULL;
+    c->bit0 = offset;
+    c->length = length;
+    c->starts = NULL;
+    c->largest = 0;
+    Py_buffer ob;
+    int have_o = 0;
+    if (validity != Py_None) {
+        if (PyObject_GetBuffer(validity, &c->validity, PyBUF_SIMPLE) < 0)
+            goto decline;
+        c->have_validity = 1;
+        c->bits = (const uint8_t *)c->validity.buf;
+    }
+    if (PyObject_GetBuffer(offsets, &ob, PyBUF_SIMPLE) < 0)
+        goto decline;
+    have_o = 1;
+    if (data != Py_None) {
+        if (PyObject_GetBuffer(data, &c->data, PyBUF_SIMPLE) < 0)
+            goto decline;
+        c->have_data = 1;
+    } else {
+        c->data.buf = (void *)"";
+        c->data.len = 0;
+    }
+    const Py_ssize_t width = large ? 8 : 4;
+    /* every bound is checked before a read: offsets offset..offset+length, bits offset..offset+length-1 */
+    if (offset > (PY_SSIZE_T_MAX / width) - length - 1 || ob.len < (offset + length + 1) * width)
+        goto decline;
+    if (c->have_validity && length > 0 && c->validity.len < (offset + length + 7) / 8)
+        goto decline;
+    if ((c->starts = PyMem_Malloc((size_t)(length + 1) * sizeof(int64_t))) == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    const uint8_t *ob8 = (const uint8_t *)ob.buf + offset * width;
+    const int64_t dlen = (int64_t)c->data.len;
+    int64_t prev = 0, largest = 0;
+    for (Py_ssize_t i = 0; i <= length; i++) {
+        int64_t at;
+        if (large) {
+            memcpy(&at, ob8 + i * 8, 8);
+        } else {
+            int32_t a32;
+            memcpy(&a32, ob8 + i * 4, 4);
+            at = a32;
+        }
+        if (at < 0 || at > dlen || (i > 0 && at < prev))
+            goto decline;
+        if (i > 0 && at - prev > largest)
+            largest = at - prev;
+        c->starts[i] = prev = at;
+    }
+    c->largest = (Py_ssize_t)largest;
+    PyBuffer_Release(&ob);
+    return (PyObject *)c;
+decline:
+    PyErr_Clear();
+    if (have_o)
+        PyBuffer_Release(&ob);
+    Py_DECREF(c);
+    Py_RETURN_NONE;
+fail:
+    if (have_o)
+        PyBuffer_Release(&ob);
+    Py_DECREF(c);
+    return NULL;
+}
+
+static PyTypeObject BinaryColumnType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pykafka_client.protocol.records._kernel.BinaryColumn",
+    .tp_basicsize = sizeof(BinaryColumnObject),
+    .tp_dealloc = bc_dealloc,
+    .tp_as_sequence = &bc_as_sequence,
+    .tp_as_mapping = &bc_as_mapping,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_SEQUENCE,
+    .tp_doc = "One Arrow binary or string array's items over its buffers (made by binary_column).",
+};
+
+/* ---- producer: a send_batch key or value column, a list or a BinaryColumn (kv_source) ---------------------------- */
+
+/* Where item i of a send_batch column is: a list's items (bytes or None; anything else declines), or a column. */
+typedef struct {
+    PyObject *const *items; /* a list's items, or NULL */
+    const BinaryColumnObject *column;
+    Py_ssize_t length;
+} kv_source;
+
+/* o as a kv_source: 0, or 1 when o is neither a list nor a BinaryColumn */
+static inline int kv_source_init(kv_source *s, PyObject *o)
+{
+    if (PyList_Check(o)) {
+        s->items = PySequence_Fast_ITEMS(o);
+        s->column = NULL;
+        s->length = PyList_GET_SIZE(o);
+        return 0;
+    }
+    if (is_binary_column(o)) {
+        s->items = NULL;
+        s->column = (const BinaryColumnObject *)o;
+        s->length = s->column->length;
+        return 0;
+    }
+    return 1;
+}
+
+/* kv_item's kinds of source: known a list or a column where a loop is compiled for one, else told per item */
+enum { KV_LIST, KV_COLUMN, KV_ANY };
+
+/* item i of s: *n its size (-1: None) and *ptr its bytes; -1 when a list's item is neither bytes nor None. kind:
+ * KV_LIST or KV_COLUMN when the caller knows s's, else KV_ANY. */
+static inline __attribute__((always_inline)) int kv_item(int kind, const kv_source *s, Py_ssize_t i, const char **ptr,
+                                                         Py_ssize_t *n)
+{
+    if (kind == KV_COLUMN || (kind == KV_ANY && s->items == NULL)) {
+        *n = bc_item(s->column, i, ptr);
+        return 0;
+    }
+    PyObject *o = s->items[i];
+    if (producer_bytes(o, n) < 0)
+        return -1;
+    *ptr = *n < 0 ? NULL : PyBytes_AS_STRING(o);
+    return 0;
+}
+
+/* item i of s as an object (new reference): a list's item itself, a column's as bytes or None */
+static inline PyObject *kv_object(const kv_source *s, Py_ssize_t i)
+{
+    if (s->items != NULL)
+        return Py_NewRef(s->items[i]);
+    return bc_getitem((PyObject *)s->column, i);
+}
