@@ -21,7 +21,8 @@ typedef struct {
     const uint8_t *bits;    /* the validity bitmap, or NULL: no nulls */
     Py_ssize_t bit0;        /* the bit of item 0 (the array's offset) */
     Py_ssize_t length;
-    int64_t *starts;        /* length + 1 item starts in data, ascending */
+    int large;              /* the starts are 64-bit (else 32-bit) */
+    void *starts;           /* length + 1 item starts in data, ascending, as the array's offsets (int32 or int64) */
     Py_ssize_t largest;     /* the largest item's size (0 for none) */
 } BinaryColumnObject;
 
@@ -38,8 +39,14 @@ static inline __attribute__((always_inline)) Py_ssize_t bc_item(const BinaryColu
         *ptr = NULL;
         return -1;
     }
-    *ptr = (const char *)c->data.buf + c->starts[i];
-    return (Py_ssize_t)(c->starts[i + 1] - c->starts[i]);
+    int64_t start, end;
+    if (c->large) {
+        start = ((const int64_t *)c->starts)[i], end = ((const int64_t *)c->starts)[i + 1];
+    } else {
+        start = ((const int32_t *)c->starts)[i], end = ((const int32_t *)c->starts)[i + 1];
+    }
+    *ptr = (const char *)c->data.buf + start;
+    return (Py_ssize_t)(end - start);
 }
 
 static void bc_dealloc(PyObject *op)
@@ -138,6 +145,7 @@ static PyObject *k_binary_column(PyObject *self, PyObject *args)
     c->bits = NULL;
     c->bit0 = offset;
     c->length = length;
+    c->large = large;
     c->starts = NULL;
     c->largest = 0;
     Py_buffer ob;
@@ -165,28 +173,35 @@ static PyObject *k_binary_column(PyObject *self, PyObject *args)
         goto decline;
     if (c->have_validity && length > 0 && c->validity.len < (offset + length + 7) / 8)
         goto decline;
-    if ((c->starts = PyMem_Malloc((size_t)(length + 1) * sizeof(int64_t))) == NULL) {
+    /* the offsets copied in one go (this column's own: nothing can change them after the checks), then checked: the
+     * first at least 0, each at least the one before, the last within the data */
+    if ((c->starts = PyMem_Malloc((size_t)(length + 1) * (size_t)width)) == NULL) {
         PyErr_NoMemory();
         goto fail;
     }
-    const uint8_t *ob8 = (const uint8_t *)ob.buf + offset * width;
-    const int64_t dlen = (int64_t)c->data.len;
-    int64_t prev = 0, largest = 0;
-    for (Py_ssize_t i = 0; i <= length; i++) {
-        int64_t at;
-        if (large) {
-            memcpy(&at, ob8 + i * 8, 8);
-        } else {
-            int32_t a32;
-            memcpy(&a32, ob8 + i * 4, 4);
-            at = a32;
+    memcpy(c->starts, (const uint8_t *)ob.buf + offset * width, (size_t)(length + 1) * (size_t)width);
+    int64_t first, last, largest = 0;
+    if (large) {
+        const int64_t *at = c->starts;
+        for (Py_ssize_t i = 0; i < length; i++) {
+            if (at[i + 1] < at[i]) /* (compared, not subtracted: a difference of two 64-bit offsets may overflow) */
+                goto decline;
+            int64_t n = at[i + 1] - at[i];
+            largest = n > largest ? n : largest;
         }
-        if (at < 0 || at > dlen || (i > 0 && at < prev))
-            goto decline;
-        if (i > 0 && at - prev > largest)
-            largest = at - prev;
-        c->starts[i] = prev = at;
+        first = at[0], last = at[length];
+    } else {
+        const int32_t *at = c->starts;
+        for (Py_ssize_t i = 0; i < length; i++) {
+            int64_t n = (int64_t)at[i + 1] - at[i];
+            if (n < 0)
+                goto decline;
+            largest = n > largest ? n : largest;
+        }
+        first = at[0], last = at[length];
     }
+    if (first < 0 || last > (int64_t)c->data.len)
+        goto decline;
     c->largest = (Py_ssize_t)largest;
     PyBuffer_Release(&ob);
     return (PyObject *)c;

@@ -201,6 +201,10 @@ static inline __attribute__((always_inline)) int64_t sb_record_size(int64_t td, 
     return sb_uvarint_size((uint64_t)b << 1) + b;
 }
 
+/* How sb_pending_put notes the record's columns (pending_note_columns): not at all (send()'s path, but for a batch's first
+ * record), noted, or already noted (the record before, noted, had the same timestamp delta, key size and value size) */
+enum { SB_NO_NOTE, SB_NOTE, SB_NOTED };
+
 /* pending_write's common case: the record sized by sb_record_size (rs, body, its timestamp delta td: 0 for p's
  * first record; its key's and value's kn and vn bytes at k and v) appended to a PendingRecords in buffer mode that
  * keeps no callbacks, its buffer grown (and the
@@ -235,10 +239,11 @@ static inline __attribute__((always_inline)) int sb_pending_put(PendingObject *p
         *q = 0; /* no headers */
     else
         wr_headers(q, headers);
-    if (note || p->count == 0) /* (a batch's first record, whoever writes it: send_batch opens its batches so) */
+    if (note == SB_NOTE || p->count == 0) /* (a batch's first record, whoever writes it: send_batch opens its batches so) */
         pending_note_columns(p, td, kn, vn);
-    else
+    else if (note == SB_NO_NOTE)
         p->col_mixed |= PCOL_UNKNOWN; /* (send()'s one record a call: pending_columns walks the records) */
+    /* (SB_NOTED: the record before had this one's columns, already noted) */
     p->len += rs;
     p->count++;
     if (ts > p->max_ts)
@@ -293,6 +298,10 @@ static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p
     PyObject *last_obj = NULL;
     int64_t last_ts = 0;
     int rc = 0;
+    /* the shape of the record before (its timestamp delta, key and value sizes) and its size and body's, which hold
+     * for a record of the same shape while the offset delta's varint keeps its length (below shape_count) */
+    int64_t shape_td = -1, shape_rs = 0, shape_body = 0;
+    Py_ssize_t shape_kn = -2, shape_vn = -2, shape_count = 0;
     for (; i < stop; i++) {
         const char *vd, *kd = NULL;
         Py_ssize_t vn, kn = -1;
@@ -311,11 +320,20 @@ static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p
         }
         if (count == 0)
             base_ts = ts;
-        int64_t td = ts - base_ts, body, rs = sb_record_size(td, count, kn, vn, hs, &body);
+        int64_t td = ts - base_ts, body, rs;
+        int same = kn == shape_kn && vn == shape_vn && td == shape_td && count < shape_count;
+        if (same) {
+            rs = shape_rs, body = shape_body;
+        } else {
+            rs = sb_record_size(td, count, kn, vn, hs, &body);
+            /* (an offset delta's zigzag varint takes 1 byte below 64, 2 below 8192, 3 below 2**20) */
+            shape_count = count < 64 ? 64 : count < 8192 ? 8192 : count < (1 << 20) ? (1 << 20) : count + 1;
+        }
         if (count > 0 && size + rs > limit)
             break;
-        if ((rc = sb_pending_put(p, rs, body, ts, td, kd, kn, vd, vn, headers, hs, 1)) != 0)
+        if ((rc = sb_pending_put(p, rs, body, ts, td, kd, kn, vd, vn, headers, hs, same ? SB_NOTED : SB_NOTE)) != 0)
             break;
+        shape_td = td, shape_kn = kn, shape_vn = vn, shape_rs = rs, shape_body = body;
         count = p->count;
         last_obj = ts_obj;
         last_ts = ts;

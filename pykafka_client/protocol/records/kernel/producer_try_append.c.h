@@ -207,7 +207,7 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
     if (quick) {
         /* (nothing changed unless it returns 0: the record is written last) */
         int put = sb_pending_put(buffered, rs, body, ts, td, kn < 0 ? NULL : PyBytes_AS_STRING(key), kn,
-                                 vn < 0 ? NULL : PyBytes_AS_STRING(value), vn, headers, hs, 0);
+                                 vn < 0 ? NULL : PyBytes_AS_STRING(value), vn, headers, hs, SB_NO_NOTE);
         if (put != 0) {
             if (put > 0) /* over what a batch can hold */
                 result = Py_NewRef(Py_NotImplemented);
