@@ -192,12 +192,15 @@ static PyObject *k_binary_column(PyObject *self, PyObject *args)
         first = at[0], last = at[length];
     } else {
         const int32_t *at = c->starts;
+        int32_t bad = 0, most = 0; /* (no branch in the loop: any negative size shows in bad's sign bit) */
         for (Py_ssize_t i = 0; i < length; i++) {
-            int64_t n = (int64_t)at[i + 1] - at[i];
-            if (n < 0)
-                goto decline;
-            largest = n > largest ? n : largest;
+            int32_t n = (int32_t)((uint32_t)at[i + 1] - (uint32_t)at[i]);
+            bad |= n | (at[i + 1] < at[i] ? -1 : 0);
+            most = n > most ? n : most;
         }
+        if (bad < 0)
+            goto decline;
+        largest = most;
         first = at[0], last = at[length];
     }
     if (first < 0 || last > (int64_t)c->data.len)
@@ -236,36 +239,66 @@ typedef struct {
     PyObject *const *items; /* a list's items, or NULL */
     const BinaryColumnObject *column;
     Py_ssize_t length;
+    /* a column's fields, read once (a loop's copy of the source in locals: no reload after each record's write) */
+    const char *data;
+    const void *starts;
+    const uint8_t *bits;
+    Py_ssize_t bit0;
+    int large;
 } kv_source;
 
 /* o as a kv_source: 0, or 1 when o is neither a list nor a BinaryColumn */
 static inline int kv_source_init(kv_source *s, PyObject *o)
 {
     if (PyList_Check(o)) {
-        s->items = PySequence_Fast_ITEMS(o);
-        s->column = NULL;
-        s->length = PyList_GET_SIZE(o);
+        *s = (kv_source){.items = PySequence_Fast_ITEMS(o), .length = PyList_GET_SIZE(o)};
         return 0;
     }
     if (is_binary_column(o)) {
+        const BinaryColumnObject *c = (const BinaryColumnObject *)o;
         s->items = NULL;
-        s->column = (const BinaryColumnObject *)o;
-        s->length = s->column->length;
+        s->column = c;
+        s->length = c->length;
+        s->data = (const char *)c->data.buf;
+        s->starts = c->starts;
+        s->bits = c->bits;
+        s->bit0 = c->bit0;
+        s->large = c->large;
         return 0;
     }
     return 1;
 }
 
-/* kv_item's kinds of source: known a list or a column where a loop is compiled for one, else told per item */
-enum { KV_LIST, KV_COLUMN, KV_ANY };
+/* kv_item's kinds of source: known a list, a column, or a column of 32-bit offsets and no nulls where a loop is compiled
+ * for one, else told per item */
+enum { KV_LIST, KV_COLUMN, KV_DENSE32, KV_ANY };
 
 /* item i of s: *n its size (-1: None) and *ptr its bytes; -1 when a list's item is neither bytes nor None. kind:
  * KV_LIST or KV_COLUMN when the caller knows s's, else KV_ANY. */
 static inline __attribute__((always_inline)) int kv_item(int kind, const kv_source *s, Py_ssize_t i, const char **ptr,
                                                          Py_ssize_t *n)
 {
+    if (kind == KV_DENSE32) {
+        int32_t start = ((const int32_t *)s->starts)[i], end = ((const int32_t *)s->starts)[i + 1];
+        *ptr = s->data + start;
+        *n = (Py_ssize_t)end - start;
+        return 0;
+    }
     if (kind == KV_COLUMN || (kind == KV_ANY && s->items == NULL)) {
-        *n = bc_item(s->column, i, ptr);
+        Py_ssize_t j = s->bit0 + i;
+        if (s->bits != NULL && !((s->bits[j >> 3] >> (j & 7)) & 1)) {
+            *ptr = NULL;
+            *n = -1;
+            return 0;
+        }
+        int64_t start, end;
+        if (s->large) {
+            start = ((const int64_t *)s->starts)[i], end = ((const int64_t *)s->starts)[i + 1];
+        } else {
+            start = ((const int32_t *)s->starts)[i], end = ((const int32_t *)s->starts)[i + 1];
+        }
+        *ptr = s->data + start;
+        *n = (Py_ssize_t)(end - start);
         return 0;
     }
     PyObject *o = s->items[i];

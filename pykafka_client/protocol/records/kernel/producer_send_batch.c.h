@@ -283,14 +283,19 @@ typedef struct {
  * stopped where append_pending stops (the end, a record the batch has no room for, a sticky switch due: r->due), 1
  * at a record it leaves to the general loop (not bytes or None, a timestamp it does not take, over what a batch can
  * hold), -1 with an exception; *i is the next record either way, r the state. */
-static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p, int kk, const kv_source *ks, int vk,
-                                                                 const kv_source *vs, PyObject *const *tss,
+static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p, int kk, const kv_source *ks_arg, int vk,
+                                                                 const kv_source *vs_arg, PyObject *const *tss,
                                                                  Py_ssize_t *i_io, Py_ssize_t stop, int64_t ts_default,
                                                                  PyObject *ts_default_obj, PyObject *headers,
                                                                  Py_ssize_t hs, sb_run *r)
 {
     if (ts_default < 0 || ts_default > ((int64_t)1 << 62))
         return 1;
+    /* the sources copied into locals: a record's write cannot change them, so they are not read again after it */
+    kv_source kcopy = {0}, vcopy = *vs_arg;
+    if (ks_arg != NULL)
+        kcopy = *ks_arg;
+    const kv_source *ks = ks_arg == NULL ? NULL : &kcopy, *vs = &vcopy;
     int64_t size = r->size, base_ts = r->base_ts, max_ts = r->max_ts, max_rec = r->max_rec, produced = r->produced;
     const int64_t limit = r->limit, switch_bytes = r->switch_bytes, sticky_bytes = r->sticky_bytes;
     const double ratio = r->ratio;
@@ -362,6 +367,8 @@ static int sb_append_run(PendingObject *p, const kv_source *ks, const kv_source 
     if (tss == NULL && hs == 1 && ks == NULL) {
         if (vs->items != NULL)
             return sb_append_loop(p, KV_LIST, NULL, KV_LIST, vs, NULL, i_io, stop, ts_default, ts_default_obj, headers, 1, r);
+        if (vs->bits == NULL && !vs->large)
+            return sb_append_loop(p, KV_LIST, NULL, KV_DENSE32, vs, NULL, i_io, stop, ts_default, ts_default_obj, headers, 1, r);
         return sb_append_loop(p, KV_LIST, NULL, KV_COLUMN, vs, NULL, i_io, stop, ts_default, ts_default_obj, headers, 1, r);
     }
     return sb_append_loop(p, KV_ANY, ks, KV_ANY, vs, tss, i_io, stop, ts_default, ts_default_obj, headers, hs, r);
