@@ -307,6 +307,10 @@ static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p
      * for a record of the same shape while the offset delta's varint keeps its length (below shape_count) */
     int64_t shape_td = -1, shape_rs = 0, shape_body = 0;
     Py_ssize_t shape_kn = -2, shape_vn = -2, shape_count = 0;
+    /* and, made at the second record of a shape, the bytes its records open with (the size varint, the attributes,
+     * the timestamp delta varint: at most 3 + 1 + 10), stored as one 16-byte copy where the buffer has that slack */
+    uint8_t head[16];
+    Py_ssize_t head_len = 0; /* (0: not made for this shape) */
     for (; i < stop; i++) {
         const char *vd, *kd = NULL;
         Py_ssize_t vn, kn = -1;
@@ -336,8 +340,32 @@ static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p
         }
         if (count > 0 && size + rs > limit)
             break;
-        if ((rc = sb_pending_put(p, rs, body, ts, td, kd, kn, vd, vn, headers, hs, same ? SB_NOTED : SB_NOTE)) != 0)
-            break;
+        if (same && p->len + rs + 16 <= p->cap && Py_REFCNT(p->data) == 1) {
+            /* a record of the shape of the one before (so of its timestamp: the batch's largest timestamp and
+             * record stay): its head copied, then its offset delta, key, value and headers */
+            if (head_len == 0) {
+                memset(head, 0, sizeof(head));
+                uint8_t *h = sb_put_uvarint(head, (uint64_t)body << 1);
+                *h++ = 0;
+                head_len = sb_put_uvarint(h, zigzag(td)) - head;
+            }
+            uint8_t *q = p->buf + p->len;
+            memcpy(q, head, 16);
+            q = sb_put_uvarint(q + head_len, (uint64_t)count << 1);
+            q = sb_put_bytes(q, kd, kn);
+            q = sb_put_bytes(q, vd, vn);
+            if (hs == 1)
+                *q = 0; /* no headers */
+            else
+                wr_headers(q, headers);
+            p->len += rs;
+            p->count++;
+        } else {
+            if ((rc = sb_pending_put(p, rs, body, ts, td, kd, kn, vd, vn, headers, hs, same ? SB_NOTED : SB_NOTE)) != 0)
+                break;
+            if (!same)
+                head_len = 0;
+        }
         shape_td = td, shape_kn = kn, shape_vn = vn, shape_rs = rs, shape_body = body;
         count = p->count;
         last_obj = ts_obj;
