@@ -4,7 +4,7 @@
  * by binary_column), one Arrow binary or string array's items over its buffers, and kv_source, the one way the
  * send_batch steps (scan_records, key_partitions, append_pending, ManyAppender) read item i of a list of bytes or
  * None or of such a column: its bytes and size, no Python object made for a column's item.
- * Uses: producer_pending.c.h (producer_bytes).
+ * Uses: producer_pending.c.h (producer_bytes, producer_bytes_at).
  */
 
 /* ---- producer: an Arrow binary column over its buffers (batch_append.BinaryColumnReference) ---------------------- */
@@ -304,7 +304,7 @@ static inline __attribute__((always_inline)) int kv_item(int kind, const kv_sour
     PyObject *o = s->items[i];
     if (producer_bytes(o, n) < 0)
         return -1;
-    *ptr = *n < 0 ? NULL : PyBytes_AS_STRING(o);
+    *ptr = producer_bytes_at(o);
     return 0;
 }
 
