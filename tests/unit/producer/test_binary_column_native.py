@@ -29,6 +29,7 @@ from pykafka_client import KafkaProducer
 from pykafka_client.producer import batch_append
 from pykafka_client.producer.batch_append import BinaryColumnReference
 from pykafka_client.producer.kafka_producer import SendBatchFuture
+from pykafka_client.producer.producer_batch import ProducerBatch
 from pykafka_client.protocol.records import _native
 from pykafka_client.utils.time import MockTime
 from tests.doubles.responses import metadata_response, nodes
@@ -113,6 +114,7 @@ def _buf(*offsets: int, large: bool = False) -> Any:
         (None, _buf(0, 2, 1), 0, 2, False, "offsets are corrupt"),  # descending
         (None, _buf(-1, 2), 0, 1, False, "offsets are corrupt"),  # before the data
         (None, _buf(0, 9), 0, 1, False, "offsets are corrupt"),  # past the data's end
+        (None, _buf(0, 2, 5), 0, 2, False, "offsets are corrupt"),  # one byte past it
         (None, _buf(0, 1), 0, 2, False, "offsets buffer"),  # too few offsets
         (None, _buf(0, 1, 2), 2, 1, False, "offsets buffer"),  # too few at that offset
         (pa.py_buffer(b"\xff"), _buf(*range(10)), 0, 9, False, "validity bitmap"),  # a bitmap of 8 bits for 9 items
@@ -256,3 +258,38 @@ def test_send_batch_of_arrow_columns_compiled_equals_the_reference(
         for name, p in producers.items():
             with _impl(name == "k"):
                 p.close(0)
+
+
+def test_the_record_a_batch_has_no_room_for_is_the_one_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bulk round that stops at a record the batch may have no room for checks that record (``has_room_for``, when
+    the lower bound of its size does not tell): from an Arrow column on the kernel, the same checks of the same
+    records as on the reference, around the bound's edges and with sizes that change from record to record."""
+    checks: list[tuple[int, int]] = []
+    real = ProducerBatch.has_room_for
+
+    def counting(self: ProducerBatch, timestamp: int, key: bytes | None, value: bytes | None, headers: Any) -> bool:
+        checks.append((self.record_count, -1 if value is None else len(value)))
+        return real(self, timestamp, key, value, headers)
+
+    monkeypatch.setattr(ProducerBatch, "has_room_for", counting)
+    time = MockTime()
+    checked = 0
+    for seed in range(12):
+        rng = random.Random(seed)
+        values = [b"v" * rng.randrange(40, 90) for _ in range(300)]
+        # (timestamp deltas over 63: a record's size is then over the lower bound, which alone no longer tells)
+        stamps = [1000 + (i % 2) * 500 for i in range(300)]
+        for batch_size in (1024, 1500):
+            seen = {}
+            for name in ("k", "r"):
+                checks.clear()
+                p = _producer(time, 1, 1, name == "k", **{"batch.size": batch_size})
+                with _impl(name == "k"):
+                    try:
+                        p.send_batch(TOPIC, pa.array(values, pa.binary()), partition=0, timestamps=stamps)
+                        seen[name] = (list(checks), [(b.records(), b.closed) for b in _batches(p, 1)[0]])
+                    finally:
+                        p.close(0)
+            assert seen["k"] == seen["r"], (seed, batch_size)
+            checked += len(seen["k"][0])
+    assert checked > 0  # (the edges were reached: some rounds needed the exact check)
