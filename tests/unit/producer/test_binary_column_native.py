@@ -17,8 +17,6 @@ from __future__ import annotations
 import gc
 import random
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -32,8 +30,9 @@ from pykafka_client.producer.kafka_producer import SendBatchFuture
 from pykafka_client.producer.producer_batch import ProducerBatch
 from pykafka_client.protocol.records import _native
 from pykafka_client.utils.time import MockTime
-from tests.doubles.responses import metadata_response, nodes
-from tests.unit.producer.test_send_batch import _batches, _complete, _idle_runner
+from tests.unit.producer.helpers import native_switched
+from tests.unit.producer.test_send_batch import _batches, _complete
+from tests.unit.producer.test_send_batch import _producer as _send_batch_producer
 
 pa = pytest.importorskip("pyarrow")
 
@@ -41,15 +40,6 @@ pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the comp
 
 TOPIC = "t"
 _TYPES = {"binary": pa.binary(), "string": pa.string(), "large_binary": pa.large_binary(), "large_string": pa.large_string()}
-
-
-@contextmanager
-def _impl(native: bool) -> Iterator[None]:
-    previous = _native.use_native(native)
-    try:
-        yield
-    finally:
-        _native.use_native(previous)
 
 
 def _array(items: list[bytes | None], kind: str, cut: int) -> Any:
@@ -78,7 +68,7 @@ _items = st.lists(st.one_of(st.none(), st.binary(max_size=30)), max_size=40)
 @settings(max_examples=80, deadline=None)
 @given(items=_items, kind=st.sampled_from(sorted(_TYPES)), cut=st.integers(0, 17), data=st.data())
 def test_the_kernel_column_equals_the_reference(items: list[bytes | None], kind: str, cut: int, data: st.DataObject) -> None:
-    with _impl(True):
+    with native_switched(True):
         arr = _array(items, kind, cut)
         compiled, reference = _columns(arr)
     expected = [x.encode() if isinstance(x, str) else x for x in arr.to_pylist()]
@@ -95,7 +85,7 @@ def test_the_kernel_column_equals_the_reference(items: list[bytes | None], kind:
     start, stop = data.draw(st.integers(-n - 2, n + 2)), data.draw(st.integers(-n - 2, n + 2))
     step = data.draw(st.sampled_from([1, 2, 3, -1, -2]))
     assert compiled[start:stop:step] == reference[start:stop:step] == expected[start:stop:step]
-    with _impl(True):
+    with native_switched(True):
         assert batch_append.scan_records(None, compiled, None) == batch_append.scan_records_reference(None, expected, None)
         assert batch_append.scan_records(compiled, compiled, None) == batch_append.scan_records_reference(
             expected, expected, None
@@ -131,7 +121,7 @@ def test_corrupt_buffers_are_declined_by_the_kernel_and_reported_by_the_referenc
     assert kernel.binary_column(validity, offsets, data, offset, length, large) is None
     with pytest.raises(ValueError, match=message):
         BinaryColumnReference(validity, offsets, data, offset, length, large)
-    with _impl(True), pytest.raises(ValueError, match=message):
+    with native_switched(True), pytest.raises(ValueError, match=message):
         batch_append.binary_column(validity, offsets, data, offset, length, large)
 
 
@@ -154,18 +144,8 @@ def test_a_column_keeps_its_buffers_and_lets_go_of_them() -> None:
 
 
 def _producer(time: MockTime, partitions: int, seed: int, native: bool, **config: Any) -> KafkaProducer:
-    with _impl(native):
-        p = KafkaProducer(
-            {"bootstrap.servers": "127.0.0.1:9", "enable.idempotence": False, "linger.ms": 5, **config},
-            time=time, io_runner=_idle_runner,
-        )
-    p.accumulator._rng = random.Random(seed)
-    now = time.hi_res_clock_ms()
-    p.metadata.add(TOPIC, now)
-    p.metadata.update(
-        0, metadata_response(nodes(1), {TOPIC: partitions}, leaders={(TOPIC, i): 0 for i in range(partitions)}), False, now
-    )
-    return p
+    with native_switched(native):
+        return _send_batch_producer(time, partitions, seed, **config)
 
 
 def _column(items: list[bytes | None], kind: str, cut: int, chunks: int) -> Any:
@@ -231,7 +211,7 @@ def test_send_batch_of_arrow_columns_compiled_equals_the_reference(
             for name, p in producers.items():
                 sink = delivered[name]
                 cb = (lambda m, e, sink=sink: sink.append((m, repr(e)))) if with_cb else None
-                with _impl(name == "k"):
+                with native_switched(name == "k"):
                     try:
                         futures[name].append(p.send_batch(
                             TOPIC, _column(values, kind, cut, chunks),
@@ -249,14 +229,14 @@ def test_send_batch_of_arrow_columns_compiled_equals_the_reference(
         free = {name: p.accumulator.free.available_memory() for name, p in producers.items()}
         assert free["k"] == free["r"]
         for name, got in batches.items():
-            with _impl(name == "k"):
+            with native_switched(name == "k"):
                 _complete(got)
         results = {name: [_outcome(f) for f in fs] for name, fs in futures.items()}
         assert results["k"] == results["r"]
         assert delivered["k"] == delivered["r"]
     finally:
         for name, p in producers.items():
-            with _impl(name == "k"):
+            with native_switched(name == "k"):
                 p.close(0)
 
 
@@ -284,7 +264,7 @@ def test_the_record_a_batch_has_no_room_for_is_the_one_checked(monkeypatch: pyte
             for name in ("k", "r"):
                 checks.clear()
                 p = _producer(time, 1, 1, name == "k", **{"batch.size": batch_size})
-                with _impl(name == "k"):
+                with native_switched(name == "k"):
                     try:
                         p.send_batch(TOPIC, pa.array(values, pa.binary()), partition=0, timestamps=stamps)
                         seen[name] = (list(checks), [(b.records(), b.closed) for b in _batches(p, 1)[0]])

@@ -4,7 +4,7 @@
  * by binary_column), one Arrow binary or string array's items over its buffers, and kv_source, the one way the
  * send_batch steps (scan_records, key_partitions, append_pending, ManyAppender) read item i of a list of bytes or
  * None or of such a column: its bytes and size, no Python object made for a column's item.
- * Uses: producer_pending.c.h (producer_bytes, producer_bytes_at).
+ * Uses: producer_pending.c.h (producer_bytes, producer_bytes_at, sequence_subscript).
  */
 
 /* ---- producer: an Arrow binary column over its buffers (batch_append.BinaryColumnReference) ---------------------- */
@@ -82,33 +82,7 @@ static PyObject *bc_getitem(PyObject *op, Py_ssize_t i)
 /* column[index] (a negative index from the end) or column[slice] (a list), as the reference's */
 static PyObject *bc_subscript(PyObject *op, PyObject *key)
 {
-    BinaryColumnObject *c = (BinaryColumnObject *)op;
-    if (PyIndex_Check(key)) {
-        Py_ssize_t i = PyNumber_AsSsize_t(key, PyExc_IndexError);
-        if (i == -1 && PyErr_Occurred())
-            return NULL;
-        return bc_getitem(op, i < 0 ? i + c->length : i);
-    }
-    if (!PySlice_Check(key)) {
-        PyErr_Format(PyExc_TypeError, "BinaryColumn indices must be integers or slices, not %.100s", Py_TYPE(key)->tp_name);
-        return NULL;
-    }
-    Py_ssize_t start, stop, step;
-    if (PySlice_Unpack(key, &start, &stop, &step) < 0)
-        return NULL;
-    Py_ssize_t n = PySlice_AdjustIndices(c->length, &start, &stop, step);
-    PyObject *out = PyList_New(n);
-    if (out == NULL)
-        return NULL;
-    for (Py_ssize_t k = 0, i = start; k < n; k++, i += step) {
-        PyObject *item = bc_getitem(op, i);
-        if (item == NULL) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        PyList_SET_ITEM(out, k, item);
-    }
-    return out;
+    return sequence_subscript(op, key, ((BinaryColumnObject *)op)->length, bc_getitem, "BinaryColumn");
 }
 
 static PySequenceMethods bc_as_sequence = {
