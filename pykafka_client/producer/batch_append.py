@@ -10,6 +10,7 @@ filled by ``send_batch`` encodes to the same bytes as one filled by as many ``se
 
 from __future__ import annotations
 
+import operator
 import struct
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, SupportsIndex, overload
@@ -51,7 +52,9 @@ def _payload(data: object) -> int:
     return -1
 
 
-def scan_records_reference(keys: list[Any] | None, values: list[Any], timestamps: list[Any] | None) -> int:
+def scan_records_reference(
+    keys: Sequence[Any] | None, values: Sequence[Any], timestamps: Sequence[Any] | None
+) -> int:
     """The largest ``len(key) + len(value)`` (None counts 0); -1 when a key or value is not bytes or None, -2
     when a timestamp is not None or an int in [0, 2**62]."""
     best = 0
@@ -68,19 +71,19 @@ def scan_records_reference(keys: list[Any] | None, values: list[Any], timestamps
     return best
 
 
-def scan_records(keys: list[Any] | None, values: list[Any], timestamps: list[Any] | None) -> int:
+def scan_records(keys: Sequence[Any] | None, values: Sequence[Any], timestamps: Sequence[Any] | None) -> int:
     kernel = _native.kernel
     if kernel is not None:
         return kernel.scan_records(keys, values, timestamps)
     return scan_records_reference(keys, values, timestamps)
 
 
-def key_partitions_reference(keys: list[Any], num_partitions: int) -> list[int]:
+def key_partitions_reference(keys: Sequence[Any], num_partitions: int) -> list[int]:
     """The default partitioner's choice per key (Java: ``toPositive(murmur2(key)) % numPartitions``), -1 for None."""
     return [-1 if k is None else to_positive(murmur2(k)) % num_partitions for k in keys]
 
 
-def key_partitions(keys: list[Any], num_partitions: int) -> list[int]:
+def key_partitions(keys: Sequence[Any], num_partitions: int) -> list[int]:
     kernel = _native.kernel
     if kernel is not None:
         out = kernel.key_partitions(keys, num_partitions)
@@ -96,11 +99,11 @@ def _estimated(size: int, ratio: float) -> int:
 
 def append_pending_reference(
     pending: PendingList,
-    keys: list[Any] | None,
-    values: list[Any],
+    keys: Sequence[Any] | None,
+    values: Sequence[Any],
     start: int,
     stop: int,
-    timestamps: list[Any] | None,
+    timestamps: Sequence[Any] | None,
     timestamp: int,
     headers: Sequence[Header],
     callback: Callback | None,
@@ -146,55 +149,99 @@ def append_pending_reference(
     return i, size, base_ts, max_ts, max_rec, produced, due
 
 
+class BinaryColumnReference(Sequence["bytes | None"]):
+    """The items ``offset..offset+length`` of one Arrow binary or string array (``large``: 64-bit offsets) over its
+    buffers (``Array.buffers()``: the validity bitmap or None, the offsets, the data or None): each item's bytes,
+    None where the bitmap marks a null, made when read. The offsets are read and checked once, at the making
+    (ValueError on buffers that do not hold such an array). With the kernel, :func:`binary_column` makes its
+    ``BinaryColumn`` instead, which send_batch's kernel steps read without an object per item."""
+
+    __slots__ = ("_bits", "_data", "_offset", "_starts")
+
+    def __init__(self, validity: object, offsets: object, data: object, offset: int, length: int, large: bool) -> None:
+        width = 8 if large else 4
+        offs_view = memoryview(offsets).cast("B")  # type: ignore[arg-type]
+        if offset < 0 or length < 0 or len(offs_view) < (offset + length + 1) * width:
+            raise ValueError(
+                f"an Arrow array of {length} items at offset {offset} needs {(offset + length + 1) * width} bytes of"
+                f" offsets, its offsets buffer has {len(offs_view)}: pass the array itself, not rebuilt buffers"
+            )
+        starts = struct.unpack_from(f"<{length + 1}{'q' if large else 'i'}", offs_view, offset * width)
+        values = memoryview(b"") if data is None else memoryview(data).cast("B")  # type: ignore[arg-type]
+        bits = None if validity is None else memoryview(validity).cast("B")  # type: ignore[arg-type]
+        if bits is not None and length and len(bits) < (offset + length + 7) // 8:
+            raise ValueError(f"the validity bitmap of an Arrow array of {length} items at offset {offset} is too short")
+        for i in range(length):
+            start, end = starts[i], starts[i + 1]
+            if start < 0 or end < start or end > len(values):
+                raise ValueError(
+                    f"item {i} of an Arrow array spans bytes {start}..{end} of a {len(values)}-byte data buffer: the"
+                    " offsets are corrupt"
+                )
+        self._starts = starts
+        self._data = values
+        self._bits = bits
+        self._offset = offset
+
+    def __len__(self) -> int:
+        return len(self._starts) - 1
+
+    def _item(self, i: int) -> bytes | None:
+        j = self._offset + i
+        bits = self._bits
+        if bits is not None and not (bits[j >> 3] >> (j & 7)) & 1:
+            return None
+        return bytes(self._data[self._starts[i] : self._starts[i + 1]])
+
+    @overload
+    def __getitem__(self, index: int) -> bytes | None: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[bytes | None]: ...
+
+    def __getitem__(self, index: int | slice) -> bytes | list[bytes | None] | None:
+        n = len(self)
+        if isinstance(index, slice):
+            return [self._item(i) for i in range(*index.indices(n))]
+        i = operator.index(index)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("BinaryColumn index out of range")
+        return self._item(i)
+
+
+def binary_column(
+    validity: object, offsets: object, data: object, offset: int, length: int, large: bool
+) -> Sequence[bytes | None]:
+    """:class:`BinaryColumnReference`, the kernel's ``BinaryColumn`` when the kernel is active and takes the buffers."""
+    kernel = _native.kernel
+    if kernel is not None:
+        out = kernel.binary_column(validity, offsets, data, offset, length, large)
+        if out is not None:
+            return out
+    return BinaryColumnReference(validity, offsets, data, offset, length, large)
+
+
 def arrow_binary_items_reference(
     validity: object, offsets: object, data: object, offset: int, length: int, large: bool
 ) -> list[bytes | None]:
-    """The items ``offset..offset+length`` of one Arrow binary or string array (``large``: 64-bit offsets) from its
-    buffers (``Array.buffers()``: the validity bitmap or None, the offsets, the data or None): each item's bytes,
-    None where the bitmap marks a null. Raises ValueError on buffers that do not hold such an array."""
-    width = 8 if large else 4
-    offs_view = memoryview(offsets).cast("B")  # type: ignore[arg-type]
-    if offset < 0 or length < 0 or len(offs_view) < (offset + length + 1) * width:
-        raise ValueError(
-            f"an Arrow array of {length} items at offset {offset} needs {(offset + length + 1) * width} bytes of"
-            f" offsets, its offsets buffer has {len(offs_view)}: pass the array itself, not rebuilt buffers"
-        )
-    offs = struct.unpack_from(f"<{length + 1}{'q' if large else 'i'}", offs_view, offset * width)
-    values = b"" if data is None else memoryview(data).cast("B")  # type: ignore[arg-type]
-    bits = None if validity is None else memoryview(validity).cast("B")  # type: ignore[arg-type]
-    if bits is not None and length and len(bits) < (offset + length + 7) // 8:
-        raise ValueError(f"the validity bitmap of an Arrow array of {length} items at offset {offset} is too short")
-    out: list[bytes | None] = []
-    for i in range(length):
-        start, end = offs[i], offs[i + 1]
-        if start < 0 or end < start or end > len(values):
-            raise ValueError(
-                f"item {i} of an Arrow array spans bytes {start}..{end} of a {len(values)}-byte data buffer: the"
-                " offsets are corrupt"
-            )
-        j = offset + i
-        if bits is not None and not (bits[j >> 3] >> (j & 7)) & 1:
-            out.append(None)
-        else:
-            out.append(bytes(values[start:end]))
-    return out
+    """The items of :class:`BinaryColumnReference` as a list. Raises ValueError on buffers that do not hold such an
+    array."""
+    return list(BinaryColumnReference(validity, offsets, data, offset, length, large))
 
 
 def arrow_binary_items(
     validity: object, offsets: object, data: object, offset: int, length: int, large: bool
 ) -> list[bytes | None]:
-    """:func:`arrow_binary_items_reference`, on the kernel when it is active and takes the buffers."""
-    kernel = _native.kernel
-    if kernel is not None:
-        out = kernel.arrow_binary_items(validity, offsets, data, offset, length, large)
-        if out is not None:
-            return out
-    return arrow_binary_items_reference(validity, offsets, data, offset, length, large)
+    """:func:`arrow_binary_items_reference`, read through the kernel's column when it is active."""
+    return list(binary_column(validity, offsets, data, offset, length, large))
 
 
-def arrow_column_items(column: Any) -> list[bytes | None] | None:
-    """The items of a pyarrow ``Array`` or ``ChunkedArray`` of binary, string, large_binary or large_string (strings
-    as their UTF-8 bytes) read straight from its buffers, sliced arrays at their offset; None for another type."""
+def arrow_column(column: Any) -> Sequence[bytes | None] | None:
+    """A pyarrow ``Array`` or ``ChunkedArray`` of binary, string, large_binary or large_string (strings as their UTF-8
+    bytes) as a :func:`binary_column` over its buffers, sliced arrays at their offset (the chunks of a chunked array
+    concatenated first, by Arrow); None for another type."""
     import pyarrow as pa
 
     t = column.type
@@ -204,12 +251,13 @@ def arrow_column_items(column: Any) -> list[bytes | None] | None:
         large = True
     else:
         return None
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    out: list[bytes | None] = []
-    for chunk in chunks:
-        validity, offsets, data = chunk.buffers()
-        items = arrow_binary_items(validity, offsets, data, chunk.offset, len(chunk), large)
-        if len(chunks) == 1:
-            return items
-        out += items
-    return out
+    if isinstance(column, pa.ChunkedArray):
+        column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    validity, offsets, data = column.buffers()
+    return binary_column(validity, offsets, data, column.offset, len(column), large)
+
+
+def arrow_column_items(column: Any) -> list[bytes | None] | None:
+    """The items of :func:`arrow_column` as a list (None for another type)."""
+    items = arrow_column(column)
+    return None if items is None else list(items)

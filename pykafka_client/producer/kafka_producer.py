@@ -476,10 +476,10 @@ class KafkaProducer:
         memory in time fails with the rest of the call's records not yet appended (their future's error); a topic
         or partition missing from the metadata after ``max.block.ms`` fails them all (KafkaTimeoutError)."""
         fatal = self._check_can_send(topic, partition)
-        value_list = _as_list(values, "values")
+        value_list = _as_column(values, "values")
         n = len(value_list)
-        key_list = None if keys is None else _as_list(keys, "keys")
-        ts_list = None if timestamps is None else _as_list(timestamps, "timestamps")
+        key_list = None if keys is None else _as_column(keys, "keys")
+        ts_list = None if timestamps is None else _as_column(timestamps, "timestamps")
         for name, other in (("keys", key_list), ("timestamps", ts_list)):
             if other is not None and len(other) != n:
                 raise IllegalArgumentError(f"send_batch(): {len(other)} {name} for {n} values: give one per value or None")
@@ -568,11 +568,11 @@ class KafkaProducer:
         self,
         topic: str,
         part: int,
-        keys: list[Any] | None,
-        values: list[Any],
+        keys: Sequence[Any] | None,
+        values: Sequence[Any],
         start: int,
         stop: int,
-        timestamps: list[Any] | None,
+        timestamps: Sequence[Any] | None,
         ts: int,
         hdrs: Sequence[Header],
         on_delivery: Callback | None,
@@ -935,13 +935,15 @@ class _RecordsFailed(Exception):
         self.error = error
 
 
-def _as_list(data: Any, what: str) -> list[Any]:
-    """A send_batch column as a list: a list as is, another sequence copied, a pyarrow array's items (binary and
-    string arrays read from their buffers, strings as their UTF-8 bytes; other types by ``to_pylist``)."""
+def _as_column(data: Any, what: str) -> Sequence[Any]:
+    """A send_batch column as a list, or a column over an Arrow array's buffers: a list as is, another sequence
+    copied, a pyarrow binary or string array (chunked too) as ``batch_append.arrow_column`` (its items made only
+    when read: the kernel's steps read them in place; strings as their UTF-8 bytes), another pyarrow array's items by
+    ``to_pylist``."""
     if data.__class__ is list:
         return data
     if type(data).__module__.startswith("pyarrow") and hasattr(data, "to_pylist"):
-        items = batch_append.arrow_column_items(data)
+        items = batch_append.arrow_column(data)
         if items is not None:
             return items
         import pyarrow as pa

@@ -288,11 +288,11 @@ class ProducerBatch:
 
     def append_many(
         self,
-        keys: list[Any] | None,
-        values: list[Any],
+        keys: Sequence[Any] | None,
+        values: Sequence[Any],
         start: int,
         stop: int,
-        timestamps: list[Any] | None,
+        timestamps: Sequence[Any] | None,
         timestamp: int,
         headers: Sequence[Header],
         callback: Callback | None,

@@ -20,8 +20,9 @@
  * PyInit__kernel. The parts by responsibility:
  *   records:  varint, record_decode, record_validate (the broker's checks), record_encode;
  *   shared:   slot_access (attributes of slotted objects at cached offsets);
- *   producer: producer_batch_encode, producer_pending, producer_pending_columns, producer_partitioner,
- *             producer_send_batch, producer_try_append, producer_handoff (GilHandoff), producer_send_append,
+ *   producer: producer_batch_encode, producer_pending, producer_binary_column (BinaryColumn, send_batch's keys and
+ *             values read in place), producer_pending_columns, producer_partitioner, producer_send_batch,
+ *             producer_try_append, producer_handoff (GilHandoff), producer_send_append,
  *             producer_send (SendRecord, SendMethod), producer_request, producer_response, producer_incomplete,
  *             sender_round (the Sender's steady-state round over the accumulator), sender_send_round (the
  *             Sender's whole round of produce data in one call, over sender_round's and producer_request's);
@@ -70,6 +71,7 @@ static PyObject *py_read_varint = NULL;
 #include "kernel/slot_access.c.h"
 #include "kernel/producer_batch_encode.c.h"
 #include "kernel/producer_pending.c.h"
+#include "kernel/producer_binary_column.c.h"
 #include "kernel/producer_pending_columns.c.h"
 #include "kernel/producer_partitioner.c.h"
 #include "kernel/producer_send_batch.c.h"
@@ -136,7 +138,7 @@ static PyMethodDef kernel_methods[] = {
     {"append_pending", (PyCFunction)(void (*)(void))k_append_pending, METH_FASTCALL, append_pending_doc},
     {"producer_setup", k_producer_setup, METH_O, producer_setup_doc},
     {"pending_columns", k_pending_columns, METH_VARARGS, pending_columns_doc},
-    {"arrow_binary_items", k_arrow_binary_items, METH_VARARGS, arrow_binary_items_doc},
+    {"binary_column", k_binary_column, METH_VARARGS, binary_column_doc},
     {"batch_try_append", (PyCFunction)(void (*)(void))k_batch_try_append, METH_FASTCALL, batch_try_append_doc},
     {"send_append", (PyCFunction)(void (*)(void))k_send_append, METH_FASTCALL, send_append_doc},
     {"sticky_setup", k_sticky_setup, METH_VARARGS, sticky_setup_doc},
@@ -196,7 +198,7 @@ static struct PyModuleDef kernel_module = {
 PyMODINIT_FUNC PyInit__kernel(void)
 {
     if (PyType_Ready(&SendRecordType) < 0 || PyType_Ready(&BoundSendType) < 0 || PyType_Ready(&SendMethodType) < 0 ||
-        PyType_Ready(&PendingType) < 0)
+        PyType_Ready(&PendingType) < 0 || PyType_Ready(&BinaryColumnType) < 0)
         return NULL;
 #ifdef GIL_HANDOFF
     if (PyType_Ready(&HandoffType) < 0)
@@ -220,6 +222,12 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_INCREF(&PendingType);
     if (PyModule_AddObject(m, "PendingRecords", (PyObject *)&PendingType) < 0) {
         Py_DECREF(&PendingType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&BinaryColumnType);
+    if (PyModule_AddObject(m, "BinaryColumn", (PyObject *)&BinaryColumnType) < 0) {
+        Py_DECREF(&BinaryColumnType);
         Py_DECREF(m);
         return NULL;
     }

@@ -399,23 +399,23 @@ class Kernel(Protocol):
         """Reference: ``producer.sender.Sender.send_producer_data`` (its metadata step, then
         ``send_producer_data_reference``); ``setup`` is the Sender's fixed part of the round."""
 
-    def scan_records(self, keys: list[Any] | None, values: list[Any], timestamps: list[Any] | None, /) -> int:
+    def scan_records(self, keys: Sequence[Any] | None, values: Sequence[Any], timestamps: Sequence[Any] | None, /) -> int:
         """Reference: ``producer.batch_append.scan_records_reference``."""
 
     def murmur2(self, data: object, /) -> int | None:
         """Reference: ``producer.partitioner.murmur2`` (None unless ``data`` is bytes)."""
 
-    def key_partitions(self, keys: list[Any], num_partitions: int, /) -> list[int] | None:
+    def key_partitions(self, keys: Sequence[Any], num_partitions: int, /) -> list[int] | None:
         """Reference: ``producer.batch_append.key_partitions_reference``."""
 
     def append_pending(
         self,
         pending: Any,
-        keys: list[Any] | None,
-        values: list[Any],
+        keys: Sequence[Any] | None,
+        values: Sequence[Any],
         start: int,
         stop: int,
-        timestamps: list[Any] | None,
+        timestamps: Sequence[Any] | None,
         timestamp: int,
         headers: Sequence[Any],
         callback: object,
@@ -432,10 +432,11 @@ class Kernel(Protocol):
     ) -> tuple[int, int, int, int, int, int, bool] | None:
         """Reference: ``producer.batch_append.append_pending_reference``."""
 
-    def arrow_binary_items(
+    # producer_binary_column.c.h
+    def binary_column(
         self, validity: object, offsets: object, data: object, offset: int, length: int, large: bool, /
-    ) -> list[bytes | None] | None:
-        """Reference: ``producer.batch_append.arrow_binary_items_reference``."""
+    ) -> Sequence[bytes | None] | None:
+        """Reference: ``producer.batch_append.BinaryColumnReference`` (None where it raises)."""
 
     # producer_batch_open.c.h
     #: ``BatchOpener(topics, prototype, pool, incomplete, clock, appending, owner, reference, small)``: a type whose

@@ -79,7 +79,7 @@ def test_kernel_and_reference_agree_and_corrupt_buffers_are_reported() -> None:
     # offsets past the end of the data: the kernel declines, the reference names the problem
     bad_offsets = pa.py_buffer((0).to_bytes(4, "little") + (99).to_bytes(4, "little"))
     if _native.kernel is not None:
-        assert _native.kernel.arrow_binary_items(None, bad_offsets, pa.py_buffer(b"abc"), 0, 1, False) is None
+        assert _native.kernel.binary_column(None, bad_offsets, pa.py_buffer(b"abc"), 0, 1, False) is None
     with pytest.raises(ValueError, match="offsets are corrupt"):
         batch_append.arrow_binary_items(None, bad_offsets, pa.py_buffer(b"abc"), 0, 1, False)
     with pytest.raises(ValueError, match="offsets buffer"):

@@ -13,7 +13,7 @@
  *   CallSegment registered in the outcome's ``calls`` under its condition, or released at once when the outcome
  *   completed or was split). It holds no reference to its SendBatchFuture (an argument of each call): the future
  *   holds it.
- * Uses: slot_access.c.h (cached_get, cached_set, get_int_attr, compact_int, take_int, take_truth, set_counter),
+ * Uses: producer_binary_column.c.h (kv_source: keys and values lists or BinaryColumns), slot_access.c.h (cached_get, cached_set, get_int_attr, compact_int, take_int, take_truth, set_counter),
  * producer_send_batch.c.h (k_append_pending), producer_send_append.c.h (sattr_init, queue_lock_acquire,
  * queue_lock_release, queue_lock_release_keeping_error: a queue's lock, the waiting count's lock; sticky_switch_core).
  */
@@ -236,6 +236,14 @@ done:
     return rc;
 }
 
+/* The length of a send_batch key or value column ManyAppender takes (a list or a BinaryColumn), else -1 */
+static inline Py_ssize_t ma_column_length(PyObject *o)
+{
+    if (PyList_CheckExact(o))
+        return PyList_GET_SIZE(o);
+    return is_binary_column(o) ? ((BinaryColumnObject *)o)->length : -1;
+}
+
 /* len(o) of a bytes or None key or value (None: 0); -1 with an exception */
 static Py_ssize_t ma_len(PyObject *o)
 {
@@ -251,37 +259,48 @@ static Py_ssize_t ma_len(PyObject *o)
 static int ma_no_room(PyObject *batch, PyObject *const *args, Py_ssize_t i)
 {
     PyObject *keys = args[2], *values = args[3], *timestamps = args[6], *headers = args[8];
-    PyObject *key = keys == Py_None ? Py_None : PyList_GET_ITEM(keys, i), *value = PyList_GET_ITEM(values, i);
-    Py_ssize_t kn = ma_len(key), vn, count;
-    if (kn < 0 || (vn = ma_len(value)) < 0)
-        return -1;
+    kv_source ks = {0}, vs = {0};
+    kv_source_init(&vs, values); /* (both checked by ma_vectorcall) */
+    if (keys != Py_None)
+        kv_source_init(&ks, keys);
+    PyObject *key = keys == Py_None ? Py_NewRef(Py_None) : kv_object(&ks, i), *value = key == NULL ? NULL : kv_object(&vs, i);
+    Py_ssize_t kn, vn, count;
+    int yes = -1;
+    if (value == NULL || (kn = ma_len(key)) < 0 || (vn = ma_len(value)) < 0)
+        goto done;
     PyObject *pending = ma_get(batch, MA_PENDING);
     if (pending == NULL)
-        return -1;
+        goto done;
     count = PyObject_Size(pending);
     Py_DECREF(pending);
     if (count < 0)
-        return -1;
+        goto done;
     int64_t size, limit;
     int rc;
     if ((rc = ma_int(batch, MA_SIZE, &size)) != 0 || (rc = ma_int(batch, MA_LIMIT, &limit)) != 0) {
         if (rc > 0)
             PyErr_SetString(PyExc_TypeError, "a batch's size_bytes and size_limit must be ints");
-        return -1;
+        goto done;
     }
     int64_t body = 6 + kn + vn + (kn > 63) + (vn > 63) + (count > 63);
-    if (size + body + 1 + (body > 63) > limit)
-        return 1;
+    if (size + body + 1 + (body > 63) > limit) {
+        yes = 1;
+        goto done;
+    }
     PyObject *ts = timestamps == Py_None ? Py_None : PyList_GET_ITEM(timestamps, i);
     if (ts == Py_None)
         ts = args[7];
     PyObject *hargs[5] = {batch, ts, key, value, headers};
     PyObject *room = PyObject_VectorcallMethod(ma_attr[MA_HAS_ROOM], hargs, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     if (room == NULL)
-        return -1;
-    int yes = PyObject_IsTrue(room);
+        goto done;
+    int has = PyObject_IsTrue(room);
     Py_DECREF(room);
-    return yes < 0 ? -1 : !yes;
+    yes = has < 0 ? -1 : !has;
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    return yes;
 }
 
 /* reference(owner, *args, **kwargs): the method with the accumulator, as a call of the bound method would */
@@ -317,14 +336,13 @@ static PyObject *ma_vectorcall(PyObject *op, PyObject *const *args, size_t nargs
         goto out;
     int64_t partition, start, stop;
     /* (topic, partition, keys, values, start, stop, timestamps, timestamp, headers, callback, cluster): lists of
-     * records and plain ints, else the reference */
+     * records (keys and values lists or BinaryColumns) and plain ints, else the reference */
+    Py_ssize_t n = ma_column_length(args[3]);
     if (kwnames != NULL || nargs != 11 || !PyDict_CheckExact(self->topics) || !PyLong_CheckExact(args[1]) ||
-        !compact_int(args[1], &partition) || !PyList_CheckExact(args[3]) ||
-        (args[2] != Py_None && !PyList_CheckExact(args[2])) || (args[6] != Py_None && !PyList_CheckExact(args[6])) ||
+        !compact_int(args[1], &partition) || n < 0 || (args[2] != Py_None && ma_column_length(args[2]) != n) ||
+        (args[6] != Py_None && (!PyList_CheckExact(args[6]) || PyList_GET_SIZE(args[6]) != n)) ||
         !PyLong_CheckExact(args[4]) || !compact_int(args[4], &start) || !PyLong_CheckExact(args[5]) ||
-        !compact_int(args[5], &stop) || start < 0 || stop > PyList_GET_SIZE(args[3]) || start >= stop ||
-        (args[2] != Py_None && PyList_GET_SIZE(args[2]) != PyList_GET_SIZE(args[3])) ||
-        (args[6] != Py_None && PyList_GET_SIZE(args[6]) != PyList_GET_SIZE(args[3]))) {
+        !compact_int(args[5], &stop) || start < 0 || stop > n || start >= stop) {
         result = ma_reference(self, owner, args, nargs, kwnames);
         goto out;
     }

@@ -2,7 +2,7 @@
  *
  * The default partitioner's hash: murmur2 (partitioner.murmur2) and key_partitions
  * (batch_append.key_partitions_reference).
- * Uses: none of the other parts.
+ * Uses: producer_binary_column.c.h (kv_source: the keys a list or a BinaryColumn).
  */
 
 /* ---- producer: the default partitioner's murmur2 (partitioner.murmur2, batch_append.key_partitions_reference) ---- */
@@ -49,32 +49,37 @@ static PyObject *k_murmur2(PyObject *self, PyObject *arg)
 PyDoc_STRVAR(key_partitions_doc,
     "key_partitions(keys, num_partitions) -> list[int] | None\n\n"
     "producer.batch_append.key_partitions_reference compiled: to_positive(murmur2(key)) % num_partitions per key,\n"
-    "-1 for a None key; None when a key is not bytes or None.");
+    "-1 for a None key (keys a list or a BinaryColumn); None when a key is not bytes or None.");
 
 static PyObject *k_key_partitions(PyObject *self, PyObject *args)
 {
     PyObject *keys;
     Py_ssize_t parts;
-    if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &keys, &parts))
+    if (!PyArg_ParseTuple(args, "On", &keys, &parts))
         return NULL;
+    kv_source ks;
+    if (kv_source_init(&ks, keys) != 0) {
+        PyErr_Format(PyExc_TypeError, "key_partitions: keys must be a list or BinaryColumn, not %.100s",
+                     Py_TYPE(keys)->tp_name);
+        return NULL;
+    }
     if (parts < 1) {
         PyErr_SetString(PyExc_ValueError, "key_partitions: num_partitions must be at least 1");
         return NULL;
     }
-    Py_ssize_t n = PyList_GET_SIZE(keys);
+    Py_ssize_t n = ks.length;
+    const char *d;
+    Py_ssize_t kn;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *k = PyList_GET_ITEM(keys, i);
-        if (k != Py_None && !PyBytes_CheckExact(k))
+        if (kv_item(KV_ANY, &ks, i, &d, &kn) < 0)
             Py_RETURN_NONE;
     }
     PyObject *out = PyList_New(n);
     if (out == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *k = PyList_GET_ITEM(keys, i);
-        long p = k == Py_None ? -1
-                              : (long)(((uint32_t)murmur2_of((const uint8_t *)PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k)) &
-                                        0x7fffffffu) % (uint32_t)parts);
+        kv_item(KV_ANY, &ks, i, &d, &kn);
+        long p = kn < 0 ? -1 : (long)(((uint32_t)murmur2_of((const uint8_t *)d, kn) & 0x7fffffffu) % (uint32_t)parts);
         PyObject *v = PyLong_FromLong(p);
         if (v == NULL) {
             Py_DECREF(out);

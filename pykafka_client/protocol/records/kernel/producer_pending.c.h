@@ -23,6 +23,13 @@ static inline int producer_bytes(PyObject *o, Py_ssize_t *n)
     return -1;
 }
 
+/* Where the bytes of a key or value producer_bytes took are (None's, never read as its size is -1, included), without a
+ * test: the address alone */
+static inline __attribute__((always_inline)) const char *producer_bytes_at(PyObject *o)
+{
+    return (const char *)o + offsetof(PyBytesObject, ob_sval);
+}
+
 /* A record timestamp of send_batch: None (uses the default) or an int in [0, 2**62]. */
 static inline int producer_timestamp(PyObject *o, int64_t dflt, int64_t *out)
 {
@@ -387,37 +394,45 @@ static PyObject *pending_item(PyObject *op, Py_ssize_t i)
     return pending_rebuild(p, i);
 }
 
-static PyObject *pending_subscript(PyObject *op, PyObject *key)
+/* obj[key] of a sequence type of ``length`` items whose item(obj, i) takes 0 <= i < length: an index (negative from
+ * the end) or a slice (a list), the errors of a list's. New reference, NULL with an exception. */
+static PyObject *sequence_subscript(PyObject *obj, PyObject *key, Py_ssize_t length, ssizeargfunc item,
+                                    const char *type_name)
 {
-    PendingObject *p = (PendingObject *)op;
-    if (p->items != NULL)
-        return PyObject_GetItem(p->items, key);
     if (PyIndex_Check(key)) {
         Py_ssize_t i = PyNumber_AsSsize_t(key, PyExc_IndexError);
         if (i == -1 && PyErr_Occurred())
             return NULL;
-        return pending_item(op, i < 0 ? i + p->count : i);
+        return item(obj, i < 0 ? i + length : i);
     }
     if (!PySlice_Check(key)) {
-        PyErr_Format(PyExc_TypeError, "PendingRecords indices must be integers or slices, not %.200s", Py_TYPE(key)->tp_name);
+        PyErr_Format(PyExc_TypeError, "%s indices must be integers or slices, not %.200s", type_name, Py_TYPE(key)->tp_name);
         return NULL;
     }
     Py_ssize_t start, stop, step;
     if (PySlice_Unpack(key, &start, &stop, &step) < 0)
         return NULL;
-    Py_ssize_t n = PySlice_AdjustIndices(p->count, &start, &stop, step);
+    Py_ssize_t n = PySlice_AdjustIndices(length, &start, &stop, step);
     PyObject *out = PyList_New(n);
     if (out == NULL)
         return NULL;
     for (Py_ssize_t j = 0, i = start; j < n; j++, i += step) {
-        PyObject *rec = pending_rebuild(p, i);
-        if (rec == NULL) {
+        PyObject *v = item(obj, i);
+        if (v == NULL) {
             Py_DECREF(out);
             return NULL;
         }
-        PyList_SET_ITEM(out, j, rec);
+        PyList_SET_ITEM(out, j, v);
     }
     return out;
+}
+
+static PyObject *pending_subscript(PyObject *op, PyObject *key)
+{
+    PendingObject *p = (PendingObject *)op;
+    if (p->items != NULL)
+        return PyObject_GetItem(p->items, key);
+    return sequence_subscript(op, key, p->count, pending_item, "PendingRecords");
 }
 
 /* append(record): a (timestamp, key, value, headers, callback) tuple, encoded when it can be, else kept as is

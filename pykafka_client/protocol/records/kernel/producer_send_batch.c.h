@@ -1,9 +1,9 @@
 /* kernel/producer_send_batch.c.h
  *
- * KafkaProducer.send_batch's compiled steps (producer/batch_append.py): scan_records (its record checks),
- * append_pending (records appended onto a batch's PendingRecords while they fit) and arrow_binary_items (the items
- * of an Arrow binary column).
- * Uses: varint.c.h, record_encode.c.h, producer_pending.c.h.
+ * KafkaProducer.send_batch's compiled steps (producer/batch_append.py): scan_records (its record checks) and
+ * append_pending (records appended onto a batch's PendingRecords while they fit), their keys and values lists or
+ * BinaryColumns.
+ * Uses: varint.c.h, record_encode.c.h, producer_pending.c.h, producer_binary_column.c.h (kv_source).
  */
 
 /* ---- producer: send_batch's record checks (batch_append.scan_records_reference) --------------------------------- */
@@ -12,24 +12,29 @@ PyDoc_STRVAR(scan_records_doc,
     "scan_records(keys, values, timestamps) -> int\n\n"
     "producer.batch_append.scan_records_reference compiled: the largest len(key) + len(value) of the records\n"
     "(None counts 0), -1 when a key or value is not bytes or None, -2 when a timestamp is not None or an int in\n"
-    "[0, 2**62]. keys and timestamps may be None; the lists have the length of values.");
+    "[0, 2**62]. keys and values are lists or BinaryColumns, keys and timestamps may be None; all have the length\n"
+    "of values.");
 
 static PyObject *k_scan_records(PyObject *self, PyObject *args)
 {
     PyObject *keys, *values, *timestamps;
-    if (!PyArg_ParseTuple(args, "OO!O", &keys, &PyList_Type, &values, &timestamps))
+    if (!PyArg_ParseTuple(args, "OOO", &keys, &values, &timestamps))
         return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(values), best = 0;
-    if ((keys != Py_None && (!PyList_Check(keys) || PyList_GET_SIZE(keys) != n)) ||
-        (timestamps != Py_None && (!PyList_Check(timestamps) || PyList_GET_SIZE(timestamps) != n))) {
-        PyErr_SetString(PyExc_ValueError, "scan_records: keys and timestamps must be None or lists as long as values");
+    kv_source ks = {0}, vs;
+    if (kv_source_init(&vs, values) != 0 || (keys != Py_None && (kv_source_init(&ks, keys) != 0 || ks.length != vs.length)) ||
+        (timestamps != Py_None && (!PyList_Check(timestamps) || PyList_GET_SIZE(timestamps) != vs.length))) {
+        PyErr_SetString(PyExc_ValueError,
+                        "scan_records: values must be a list or BinaryColumn, keys and timestamps None or as long");
         return NULL;
     }
-    if (keys == Py_None) {
+    Py_ssize_t n = vs.length, best = 0;
+    if (keys == Py_None && vs.column != NULL) {
+        best = vs.column->largest; /* (a column's items are bytes or None, its largest known) */
+        n = 0;
+    } else if (keys == Py_None) {
         /* no keys (send_batch's common call): each value's type and size only */
-        PyObject *const *items = PySequence_Fast_ITEMS(values);
         for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *v = items[i];
+            PyObject *v = vs.items[i];
             if (PyBytes_CheckExact(v)) {
                 if (PyBytes_GET_SIZE(v) > best)
                     best = PyBytes_GET_SIZE(v);
@@ -40,10 +45,9 @@ static PyObject *k_scan_records(PyObject *self, PyObject *args)
         n = 0; /* (the general loop below has nothing left) */
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t kn = -1, vn;
-        if (keys != Py_None && producer_bytes(PyList_GET_ITEM(keys, i), &kn) < 0)
-            return PyLong_FromLong(-1);
-        if (producer_bytes(PyList_GET_ITEM(values, i), &vn) < 0)
+        const char *d;
+        Py_ssize_t kn, vn;
+        if (kv_item(KV_ANY, &ks, i, &d, &kn) < 0 || kv_item(KV_ANY, &vs, i, &d, &vn) < 0)
             return PyLong_FromLong(-1);
         Py_ssize_t total = (kn < 0 ? 0 : kn) + (vn < 0 ? 0 : vn);
         if (total > best)
@@ -83,8 +87,9 @@ static int sb_append_args(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t *s
         PyErr_Format(PyExc_TypeError, "append_pending expected 18 arguments, got %zd", nargs);
         return -1;
     }
-    if (!PyList_Check(args[2])) {
-        PyErr_Format(PyExc_TypeError, "append_pending: values must be a list, not %.100s", Py_TYPE(args[2])->tp_name);
+    if (!PyList_Check(args[2]) && !is_binary_column(args[2])) {
+        PyErr_Format(PyExc_TypeError, "append_pending: values must be a list or BinaryColumn, not %.100s",
+                     Py_TYPE(args[2])->tp_name);
         return -1;
     }
     long long a, b;
@@ -170,15 +175,15 @@ static inline __attribute__((always_inline)) uint8_t *sb_put_uvarint(uint8_t *q,
     return q;
 }
 
-/* A nullable bytes field (length varint, then the bytes; -1 for null) at q; returns the end. */
-static inline __attribute__((always_inline)) uint8_t *sb_put_bytes(uint8_t *q, PyObject *o, Py_ssize_t n)
+/* A nullable bytes field (length varint, then the n bytes at d; n -1 for null) at q; returns the end. */
+static inline __attribute__((always_inline)) uint8_t *sb_put_bytes(uint8_t *q, const char *d, Py_ssize_t n)
 {
     if (n < 0) {
         *q++ = 1; /* zigzag(-1) */
         return q;
     }
     q = sb_put_uvarint(q, (uint64_t)n << 1);
-    memcpy(q, PyBytes_AS_STRING(o), (size_t)n);
+    memcpy(q, d, (size_t)n);
     return q + n;
 }
 
@@ -196,14 +201,19 @@ static inline __attribute__((always_inline)) int64_t sb_record_size(int64_t td, 
     return sb_uvarint_size((uint64_t)b << 1) + b;
 }
 
+/* How sb_pending_put notes the record's columns (pending_note_columns): not at all (send()'s path, but for a batch's first
+ * record), noted, or already noted (the record before, noted, had the same timestamp delta, key size and value size) */
+enum { SB_NO_NOTE, SB_NOTE, SB_NOTED };
+
 /* pending_write's common case: the record sized by sb_record_size (rs, body, its timestamp delta td: 0 for p's
- * first record) appended to a PendingRecords in buffer mode that keeps no callbacks, its buffer grown (and the
+ * first record; its key's and value's kn and vn bytes at k and v) appended to a PendingRecords in buffer mode that
+ * keeps no callbacks, its buffer grown (and the
  * record and byte limits checked) only when the record does not fit the room already there. 0; 1 when p cannot
  * take it (too many records or bytes: nothing changed); -1 with an exception (nothing changed). The last record's
  * timestamp (last_ts, last_ts_obj) is the caller's to set. */
 static inline __attribute__((always_inline)) int sb_pending_put(PendingObject *p, int64_t rs, int64_t body,
-                                                                int64_t ts, int64_t td, PyObject *k, Py_ssize_t kn,
-                                                                PyObject *v, Py_ssize_t vn, PyObject *headers,
+                                                                int64_t ts, int64_t td, const char *k, Py_ssize_t kn,
+                                                                const char *v, Py_ssize_t vn, PyObject *headers,
                                                                 Py_ssize_t hs, int note)
 {
     if (p->len + rs > p->cap || Py_REFCNT(p->data) > 1) {
@@ -229,10 +239,11 @@ static inline __attribute__((always_inline)) int sb_pending_put(PendingObject *p
         *q = 0; /* no headers */
     else
         wr_headers(q, headers);
-    if (note || p->count == 0) /* (a batch's first record, whoever writes it: send_batch opens its batches so) */
+    if (note == SB_NOTE || p->count == 0) /* (a batch's first record, whoever writes it: send_batch opens its batches so) */
         pending_note_columns(p, td, kn, vn);
-    else
+    else if (note == SB_NO_NOTE)
         p->col_mixed |= PCOL_UNKNOWN; /* (send()'s one record a call: pending_columns walks the records) */
+    /* (SB_NOTED: the record before had this one's columns, already noted) */
     p->len += rs;
     p->count++;
     if (ts > p->max_ts)
@@ -268,17 +279,23 @@ typedef struct {
 /* append_pending's loop for a PendingRecords in buffer mode when no delivery callback is in play (the batch has none
  * and the call brings none): from record *i on, each record's size (as record_size_in_bytes) and bytes (as
  * pending_write) without per-record calls, the state kept in locals and stored once (the last timestamp object
- * included). Returns 0 having stopped where append_pending stops (the end, a record the batch has no room for, a
- * sticky switch due: r->due), 1 at a record it leaves to the general loop (not bytes or None, a timestamp it does
- * not take, over what a batch can hold), -1 with an exception; *i is the next record either way, r the state. */
-static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p, PyObject *const *keys,
-                                                                 PyObject *const *values, PyObject *const *tss,
+ * included). ks (NULL: no keys) and vs are the keys and values, of the kinds kk and vk (kv_item). Returns 0 having
+ * stopped where append_pending stops (the end, a record the batch has no room for, a sticky switch due: r->due), 1
+ * at a record it leaves to the general loop (not bytes or None, a timestamp it does not take, over what a batch can
+ * hold), -1 with an exception; *i is the next record either way, r the state. */
+static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p, int kk, const kv_source *ks_arg, int vk,
+                                                                 const kv_source *vs_arg, PyObject *const *tss,
                                                                  Py_ssize_t *i_io, Py_ssize_t stop, int64_t ts_default,
                                                                  PyObject *ts_default_obj, PyObject *headers,
                                                                  Py_ssize_t hs, sb_run *r)
 {
     if (ts_default < 0 || ts_default > ((int64_t)1 << 62))
         return 1;
+    /* the sources copied into locals: a record's write cannot change them, so they are not read again after it */
+    kv_source kcopy = {0}, vcopy = *vs_arg;
+    if (ks_arg != NULL)
+        kcopy = *ks_arg;
+    const kv_source *ks = ks_arg == NULL ? NULL : &kcopy, *vs = &vcopy;
     int64_t size = r->size, base_ts = r->base_ts, max_ts = r->max_ts, max_rec = r->max_rec, produced = r->produced;
     const int64_t limit = r->limit, switch_bytes = r->switch_bytes, sticky_bytes = r->sticky_bytes;
     const double ratio = r->ratio;
@@ -286,10 +303,18 @@ static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p
     PyObject *last_obj = NULL;
     int64_t last_ts = 0;
     int rc = 0;
+    /* the shape of the record before (its timestamp delta, key and value sizes) and its size and body's, which hold
+     * for a record of the same shape while the offset delta's varint keeps its length (below shape_count) */
+    int64_t shape_td = -1, shape_rs = 0, shape_body = 0;
+    Py_ssize_t shape_kn = -2, shape_vn = -2, shape_count = 0;
+    /* and, made at the second record of a shape, the bytes its records open with (the size varint, the attributes,
+     * the timestamp delta varint: at most 3 + 1 + 10), stored as one 16-byte copy where the buffer has that slack */
+    uint8_t head[16];
+    Py_ssize_t head_len = 0; /* (0: not made for this shape) */
     for (; i < stop; i++) {
-        PyObject *v = values[i], *k = keys == NULL ? Py_None : keys[i];
-        Py_ssize_t vn, kn;
-        if (producer_bytes(v, &vn) < 0 || producer_bytes(k, &kn) < 0) {
+        const char *vd, *kd = NULL;
+        Py_ssize_t vn, kn = -1;
+        if (kv_item(vk, vs, i, &vd, &vn) < 0 || (ks != NULL && kv_item(kk, ks, i, &kd, &kn) < 0)) {
             rc = 1;
             break;
         }
@@ -304,11 +329,44 @@ static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p
         }
         if (count == 0)
             base_ts = ts;
-        int64_t td = ts - base_ts, body, rs = sb_record_size(td, count, kn, vn, hs, &body);
+        int64_t td = ts - base_ts, body, rs;
+        int same = kn == shape_kn && vn == shape_vn && td == shape_td && count < shape_count;
+        if (same) {
+            rs = shape_rs, body = shape_body;
+        } else {
+            rs = sb_record_size(td, count, kn, vn, hs, &body);
+            /* (an offset delta's zigzag varint takes 1 byte below 64, 2 below 8192, 3 below 2**20) */
+            shape_count = count < 64 ? 64 : count < 8192 ? 8192 : count < (1 << 20) ? (1 << 20) : count + 1;
+        }
         if (count > 0 && size + rs > limit)
             break;
-        if ((rc = sb_pending_put(p, rs, body, ts, td, k, kn, v, vn, headers, hs, 1)) != 0)
-            break;
+        if (same && p->len + rs + 16 <= p->cap && Py_REFCNT(p->data) == 1) {
+            /* a record of the shape of the one before (so of its timestamp: the batch's largest timestamp and
+             * record stay): its head copied, then its offset delta, key, value and headers */
+            if (head_len == 0) {
+                memset(head, 0, sizeof(head));
+                uint8_t *h = sb_put_uvarint(head, (uint64_t)body << 1);
+                *h++ = 0;
+                head_len = sb_put_uvarint(h, zigzag(td)) - head;
+            }
+            uint8_t *q = p->buf + p->len;
+            memcpy(q, head, 16);
+            q = sb_put_uvarint(q + head_len, (uint64_t)count << 1);
+            q = sb_put_bytes(q, kd, kn);
+            q = sb_put_bytes(q, vd, vn);
+            if (hs == 1)
+                *q = 0; /* no headers */
+            else
+                wr_headers(q, headers);
+            p->len += rs;
+            p->count++;
+        } else {
+            if ((rc = sb_pending_put(p, rs, body, ts, td, kd, kn, vd, vn, headers, hs, same ? SB_NOTED : SB_NOTE)) != 0)
+                break;
+            if (!same)
+                head_len = 0;
+        }
+        shape_td = td, shape_kn = kn, shape_vn = vn, shape_rs = rs, shape_body = body;
         count = p->count;
         last_obj = ts_obj;
         last_ts = ts;
@@ -328,17 +386,20 @@ static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p
     return rc;
 }
 
-/* sb_append_loop compiled apart for the common shapes (no keys, no timestamps, no headers: their tests folded) */
-static int sb_append_run(PendingObject *p, PyObject *const *keys, PyObject *const *values, PyObject *const *tss,
+/* sb_append_loop compiled apart for the common shapes (no keys, no timestamps, no headers, the values a list or a
+ * column: their tests folded) */
+static int sb_append_run(PendingObject *p, const kv_source *ks, const kv_source *vs, PyObject *const *tss,
                          Py_ssize_t *i_io, Py_ssize_t stop, int64_t ts_default, PyObject *ts_default_obj,
                          PyObject *headers, Py_ssize_t hs, sb_run *r)
 {
-    if (tss == NULL && hs == 1) {
-        if (keys == NULL)
-            return sb_append_loop(p, NULL, values, NULL, i_io, stop, ts_default, ts_default_obj, headers, 1, r);
-        return sb_append_loop(p, keys, values, NULL, i_io, stop, ts_default, ts_default_obj, headers, 1, r);
+    if (tss == NULL && hs == 1 && ks == NULL) {
+        if (vs->items != NULL)
+            return sb_append_loop(p, KV_LIST, NULL, KV_LIST, vs, NULL, i_io, stop, ts_default, ts_default_obj, headers, 1, r);
+        if (vs->bits == NULL && !vs->large)
+            return sb_append_loop(p, KV_LIST, NULL, KV_DENSE32, vs, NULL, i_io, stop, ts_default, ts_default_obj, headers, 1, r);
+        return sb_append_loop(p, KV_LIST, NULL, KV_COLUMN, vs, NULL, i_io, stop, ts_default, ts_default_obj, headers, 1, r);
     }
-    return sb_append_loop(p, keys, values, tss, i_io, stop, ts_default, ts_default_obj, headers, hs, r);
+    return sb_append_loop(p, KV_ANY, ks, KV_ANY, vs, tss, i_io, stop, ts_default, ts_default_obj, headers, hs, r);
 }
 
 PyDoc_STRVAR(append_pending_doc,
@@ -378,8 +439,11 @@ static int append_pending_core(PyObject *pending, PyObject *keys, PyObject *valu
     } else if (!PyList_Check(pending)) {
         return 1;
     }
-    Py_ssize_t n = PyList_GET_SIZE(values);
-    if (start < 0 || stop > n || start > stop || (keys != Py_None && (!PyList_Check(keys) || PyList_GET_SIZE(keys) != n)) ||
+    kv_source ks = {0}, vs = {0};
+    if (kv_source_init(&vs, values) != 0 || (keys != Py_None && kv_source_init(&ks, keys) != 0))
+        return 1;
+    Py_ssize_t n = vs.length;
+    if (start < 0 || stop > n || start > stop || (keys != Py_None && ks.length != n) ||
         (timestamps != Py_None && (!PyList_Check(timestamps) || PyList_GET_SIZE(timestamps) != n)))
         return 1;
     Py_ssize_t hs = headers_size(headers);
@@ -400,7 +464,7 @@ static int append_pending_core(PyObject *pending, PyObject *keys, PyObject *valu
     if (buffered != NULL && callback == Py_None && buffered->callbacks == NULL) {
         /* the common case in a tight loop; it leaves a record it does not take to the loop below */
         sb_run r = {size, limit, base_ts, max_ts, max_rec, produced, switch_bytes, sticky_bytes, ratio, 0};
-        int rc = sb_append_run(buffered, keys == Py_None ? NULL : PySequence_Fast_ITEMS(keys), PySequence_Fast_ITEMS(values),
+        int rc = sb_append_run(buffered, keys == Py_None ? NULL : &ks, &vs,
                                timestamps == Py_None ? NULL : PySequence_Fast_ITEMS(timestamps), &i, stop, ts_default,
                                ts_default_obj, headers, hs, &r);
         if (rc < 0)
@@ -411,11 +475,10 @@ static int append_pending_core(PyObject *pending, PyObject *keys, PyObject *valu
             stop = i; /* done: stopped at the end, a full batch or a switch due */
     }
     for (; i < stop; i++) {
-        PyObject *key = keys == Py_None ? Py_None : PyList_GET_ITEM(keys, i);
-        PyObject *value = PyList_GET_ITEM(values, i);
-        Py_ssize_t kn, vn;
+        const char *kd = NULL, *vd;
+        Py_ssize_t kn = -1, vn;
         int64_t ts;
-        if (producer_bytes(key, &kn) < 0 || producer_bytes(value, &vn) < 0 ||
+        if ((keys != Py_None && kv_item(KV_ANY, &ks, i, &kd, &kn) < 0) || kv_item(KV_ANY, &vs, i, &vd, &vn) < 0 ||
             (timestamps != Py_None && producer_timestamp(PyList_GET_ITEM(timestamps, i), ts_default, &ts) < 0)) {
             if (i == start) {
                 Py_DECREF(ts_default_obj);
@@ -443,11 +506,13 @@ static int append_pending_core(PyObject *pending, PyObject *keys, PyObject *valu
                 }
                 break;
             }
-            if (pending_write(buffered, rs, ts, ts_obj, kn < 0 ? NULL : PyBytes_AS_STRING(key), kn,
-                              vn < 0 ? NULL : PyBytes_AS_STRING(value), vn, headers, hs, callback) < 0)
+            if (pending_write(buffered, rs, ts, ts_obj, kd, kn, vd, vn, headers, hs, callback) < 0)
                 goto error;
         } else {
-            PyObject *rec = PyTuple_Pack(5, ts_obj, key, value, headers, callback);
+            PyObject *key = keys == Py_None ? Py_NewRef(Py_None) : kv_object(&ks, i), *value = key == NULL ? NULL : kv_object(&vs, i);
+            PyObject *rec = value == NULL ? NULL : PyTuple_Pack(5, ts_obj, key, value, headers, callback);
+            Py_XDECREF(key);
+            Py_XDECREF(value);
             if (rec == NULL)
                 goto error;
             if (untrack)
@@ -486,105 +551,4 @@ static PyObject *k_append_pending(PyObject *self, PyObject *const *args, Py_ssiz
     if (rc > 0)
         Py_RETURN_NONE;
     return sb_append_result(st.next, st.size, st.base_ts, st.max_ts, st.max_rec, st.produced, st.due);
-}
-
-/* ---- producer: send_batch of Arrow columns (batch_append.arrow_binary_items_reference) -------------------------- */
-
-PyDoc_STRVAR(arrow_binary_items_doc,
-    "arrow_binary_items(validity, offsets, data, offset, length, large) -> list[bytes | None] | None\n\n"
-    "producer.batch_append.arrow_binary_items_reference compiled: the items of one Arrow binary or string array\n"
-    "(large: 64-bit offsets) read from its buffers (validity bitmap or None, offsets, data or None), items\n"
-    "offset..offset+length, a null as None. None, with nothing built, when a buffer is too short or an offset\n"
-    "is out of order or outside the data (the reference reports it).");
-
-static PyObject *k_arrow_binary_items(PyObject *self, PyObject *args)
-{
-    PyObject *validity, *offsets, *data;
-    Py_ssize_t offset, length;
-    int large;
-    if (!PyArg_ParseTuple(args, "OOOnnp", &validity, &offsets, &data, &offset, &length, &large))
-        return NULL;
-    if (offset < 0 || length < 0)
-        Py_RETURN_NONE;
-    Py_buffer vb = {0}, ob = {0}, db = {0};
-    int have_v = 0, have_o = 0, have_d = 0;
-    PyObject *out = NULL;
-    if (validity != Py_None) {
-        if (PyObject_GetBuffer(validity, &vb, PyBUF_SIMPLE) < 0)
-            goto decline;
-        have_v = 1;
-    }
-    if (PyObject_GetBuffer(offsets, &ob, PyBUF_SIMPLE) < 0)
-        goto decline;
-    have_o = 1;
-    if (data != Py_None) {
-        if (PyObject_GetBuffer(data, &db, PyBUF_SIMPLE) < 0)
-            goto decline;
-        have_d = 1;
-    }
-    const Py_ssize_t width = large ? 8 : 4;
-    /* every bound is checked before a read: offsets offset..offset+length, bits offset..offset+length-1 */
-    if (offset > (PY_SSIZE_T_MAX / width) - length - 1 || ob.len < (offset + length + 1) * width)
-        goto decline;
-    if (have_v && length > 0 && vb.len < (offset + length + 7) / 8)
-        goto decline;
-    const uint8_t *bits = have_v ? (const uint8_t *)vb.buf : NULL;
-    const uint8_t *ob8 = (const uint8_t *)ob.buf;
-    const uint8_t *dp = have_d ? (const uint8_t *)db.buf : NULL;
-    const int64_t dlen = have_d ? (int64_t)db.len : 0;
-    out = PyList_New(length);
-    if (out == NULL)
-        goto fail;
-    int64_t start;
-    if (large) {
-        memcpy(&start, ob8 + offset * 8, 8);
-    } else {
-        int32_t s32;
-        memcpy(&s32, ob8 + offset * 4, 4);
-        start = s32;
-    }
-    for (Py_ssize_t i = 0; i < length; i++) {
-        int64_t end;
-        if (large) {
-            memcpy(&end, ob8 + (offset + i + 1) * 8, 8);
-        } else {
-            int32_t e32;
-            memcpy(&e32, ob8 + (offset + i + 1) * 4, 4);
-            end = e32;
-        }
-        if (start < 0 || end < start || end > dlen) {
-            Py_CLEAR(out);
-            goto decline;
-        }
-        PyObject *item;
-        Py_ssize_t j = offset + i;
-        if (bits != NULL && !((bits[j >> 3] >> (j & 7)) & 1)) {
-            item = Py_None;
-            Py_INCREF(item);
-        } else {
-            item = PyBytes_FromStringAndSize(end > start ? (const char *)dp + start : "", (Py_ssize_t)(end - start));
-            if (item == NULL) {
-                Py_CLEAR(out);
-                goto fail;
-            }
-        }
-        PyList_SET_ITEM(out, i, item);
-        start = end;
-    }
-    goto done;
-decline:
-    PyErr_Clear();
-    out = Py_None;
-    Py_INCREF(out);
-    goto done;
-fail:
-    out = NULL;
-done:
-    if (have_v)
-        PyBuffer_Release(&vb);
-    if (have_o)
-        PyBuffer_Release(&ob);
-    if (have_d)
-        PyBuffer_Release(&db);
-    return out;
 }

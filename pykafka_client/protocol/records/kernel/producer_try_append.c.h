@@ -206,7 +206,8 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
         goto done;
     if (quick) {
         /* (nothing changed unless it returns 0: the record is written last) */
-        int put = sb_pending_put(buffered, rs, body, ts, td, key, kn, value, vn, headers, hs, 0);
+        int put = sb_pending_put(buffered, rs, body, ts, td, producer_bytes_at(key), kn, producer_bytes_at(value), vn, headers, hs,
+                                 SB_NO_NOTE);
         if (put != 0) {
             if (put > 0) /* over what a batch can hold */
                 result = Py_NewRef(Py_NotImplemented);
