@@ -213,14 +213,28 @@ class LogSegment:
         if physical == 0 and batches:
             tail.rolling_based_timestamp = batches[0].max_timestamp
         size = len(data)
-        written = os.write(self._fd, data)
-        if written < size:
-            view = memoryview(data)
-            while written < size:
-                written += os.write(self._fd, view[written:])
+        try:
+            written = os.write(self._fd, data)
+            if written < size:
+                view = memoryview(data)
+                while written < size:
+                    written += os.write(self._fd, view[written:])
+        except BaseException:  # an OSError, or a signal handler's exception between two writes
+            self.discard_partial_write(physical)
+            raise
         for relative_position, last_offset, max_timestamp, batch_size in batches:
             self._index_batch(physical + relative_position, last_offset, max_timestamp, batch_size)
         tail.size = physical + size
+
+    def discard_partial_write(self, physical: int) -> None:
+        """After a write that failed part-way (ENOSPC, EIO, the file size limit): cut the file back to ``physical``,
+        the end of the last whole batch, so that no byte of the failed batch stays behind and the next append (the
+        file is opened O_APPEND) lands right after the last whole batch. A failure to cut is left to the error the
+        write raised (the caller raises it)."""
+        try:
+            os.ftruncate(self._fd, physical)
+        except OSError:
+            pass
 
     def _index_batch(self, position: int, last_offset: int, max_timestamp: int, size: int) -> None:
         tail = self.tail

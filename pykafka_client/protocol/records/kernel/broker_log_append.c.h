@@ -169,7 +169,7 @@ static int segtail_accepts(SegTailObject *self, long long size, long long last_o
 }
 
 /* LogSegment.append of one batch that segtail_accepts accepted: written (GIL released, as os.write) and indexed; the
- * new size, -1 with an error (an OSError from the write) */
+ * new size, -1 with an error (an OSError from the write; the file cut back to its last whole batch) */
 static long long segtail_write_one(SegTailObject *self, const char *p, Py_ssize_t len, long long last_offset,
                                    long long max_timestamp)
 {
@@ -185,12 +185,12 @@ static long long segtail_write_one(SegTailObject *self, const char *p, Py_ssize_
         n = write(self->fd, p, (size_t)left);
         Py_END_ALLOW_THREADS
         if (n < 0) {
-            if (errno == EINTR) {
-                if (PyErr_CheckSignals() < 0)
-                    return -1;
+            if (errno == EINTR && PyErr_CheckSignals() == 0)
                 continue;
-            }
-            PyErr_SetFromErrno(PyExc_OSError);
+            if (!PyErr_Occurred())
+                PyErr_SetFromErrno(PyExc_OSError);
+            /* as LogSegment.discard_partial_write: no byte of the failed batch stays behind */
+            (void)ftruncate(self->fd, (off_t)physical);
             return -1;
         }
         p += n;
