@@ -600,18 +600,32 @@ static PyTypeObject ClientPollPathType = {
  * event's channel, still open, through poll_channel(selector, channel, mask, end_select_ns) and the wake-up's through
  * drain_wakeup(selector); close_oldest(selector, end_io_ns) once the idle expiry's next_check_ns has come; the
  * POLL_* bits of the results (1 sends, 2 receives, 4 disconnects, 8 connects, 16 re-authentications scheduled).
- * Anything else is poll_reference(selector, timeout_ms), nothing changed before it. */
+ * Anything else is poll_reference(selector, timeout_ms), nothing changed before it.
+ *
+ * read: None, or (channel_type, READY, NOT_MUTED, max_receives, max_read_bytes, reader_type, new_receive,
+ * check_receive_size, empty_payload, peer_closed, channel_failed, activity_order), given by a selector without a
+ * memory pool: then a read event alone (mask EVENT_READ) of a channel of exactly channel_type (KafkaChannel) not
+ * connecting, READY, NOT_MUTED and reading a plaintext socket (its plain_recv_into) through a reader of exactly
+ * reader_type (BufferedFrameReader) is Selector._poll_channel's common case here, without its frame: the idle order's
+ * move (activity_order, the IdleExpiryManager's live map, or None), the read (KafkaChannel.read_frames: network.c.h's
+ * read_frames_into, the channel's bytes_received, peer_closed("connection <id> closed by the peer") at the end of the
+ * stream, the reader's has_buffered_frame() after max_receives frames), the metrics' bytes_received_total and
+ * responses_received_total, the frames onto the selector's polled_receives and the channel's id into or out of
+ * buffered; an Exception in the read through channel_failed(selector, channel, error) (Selector._channel_failed, the
+ * reference's except clauses). Any other event goes through poll_channel. */
 
 enum {
     SPL_CLOSED, SPL_NONBLOCKING, SPL_PENDING_COMPLETED_SENDS, SPL_POLLED_SENDS, SPL_POLLED_RECEIVES,
     SPL_POLLED_DISCONNECTS, SPL_POLLED_CONNECTS, SPL_REQUESTS_SENT_TOTAL, SPL_RESPONSES_RECEIVED_TOTAL,
     SPL_SELECT_TOTAL, SPL_SELECT_TIME_NS_TOTAL, SPL_IO_TIME_NS_TOTAL, SPL_NEXT_CHECK_NS, SPL_SELECT, SPL_ID, SPL_DATA,
-    SPL_COUNT
+    SPL_CONNECTING, SPL_STATE, SPL_MUTE_STATE, SPL_BUFFERED_READER, SPL_PLAIN_RECV_INTO, SPL_BYTES_RECEIVED,
+    SPL_BYTES_RECEIVED_TOTAL, SPL_HAS_BUFFERED_FRAME, SPL_COUNT
 };
 static const char *const spl_attr_names[SPL_COUNT] = {
     "closed", "nonblocking", "pending_completed_sends", "polled_sends", "polled_receives", "polled_disconnects",
     "polled_connects", "requests_sent_total", "responses_received_total", "select_total", "select_time_ns_total",
-    "io_time_ns_total", "next_check_ns", "select", "id", "data",
+    "io_time_ns_total", "next_check_ns", "select", "id", "data", "connecting", "state", "mute_state", "buffered_reader",
+    "plain_recv_into", "bytes_received", "bytes_received_total", "has_buffered_frame",
 };
 static PyObject *spl_attr[SPL_COUNT];
 static slot_cache spl_cache[SPL_COUNT];
@@ -624,6 +638,10 @@ typedef struct {
     PyObject *reauth_at_ms, *metrics, *idle, *now_ns, *os_selector, *epoll_fd, *wakeup_fd, *poll_channel;
     PyObject *drain_wakeup, *close_oldest, *handoff;
     long long max_select_timeout_ms;
+    /* a channel's read event (the read given: all set; None: all NULL, each event through poll_channel) */
+    PyObject *channel_type, *ready_state, *not_muted, *reader_type, *new_receive, *check_receive_size, *empty_payload;
+    PyObject *peer_closed, *channel_failed, *activity_order;
+    Py_ssize_t max_receives, max_read_bytes;
 } SelectorPollObject;
 
 static PyTypeObject SelectorPollType;
@@ -779,6 +797,115 @@ static PyObject *spl_wait(SelectorPollObject *self, int64_t timeout)
     return events;
 }
 
+/* obj.a = obj.a + by for a plain int attribute (the counters): 0, or -1 with an exception */
+static int spl_count(PyObject *obj, int a, int64_t by)
+{
+    int64_t v;
+    int rc = get_int_attr(obj, spl_attr[a], &spl_cache[a], &v);
+    if (rc < 0)
+        return -1;
+    PyObject *n = PyLong_FromLongLong(rc == 0 ? v + by : by);
+    if (n == NULL)
+        return -1;
+    rc = rc == 0 ? spl_set(obj, a, n) : spl_add(obj, a, n); /* (not a plain int: its + as the reference's +=) */
+    Py_DECREF(n);
+    return rc;
+}
+
+/* What KafkaChannel.read_frames does after its read of a plaintext socket, and what _poll_channel does with the
+ * frames: 0, or -1 with an exception (to go through channel_failed when an Exception). */
+static int spl_read(SelectorPollObject *self, PyObject *selector, PyObject *channel, PyObject *cid, PyObject *reader,
+                    PyObject *recv_into)
+{
+    PyObject *receives;
+    Py_ssize_t n;
+    int ended, more = 0, rc = -1;
+    if (read_frames_into(reader, recv_into, self->max_receives, self->max_read_bytes, self->new_receive,
+                         self->check_receive_size, self->empty_payload, &receives, &n, &ended) < 0)
+        return -1;
+    if (spl_count(channel, SPL_BYTES_RECEIVED, n) < 0)
+        goto done;
+    if (ended) {
+        PyObject *error = PyUnicode_FromFormat("connection %S closed by the peer", cid);
+        if (error != NULL) {
+            PyErr_SetObject(self->peer_closed, error);
+            Py_DECREF(error);
+        }
+        goto done;
+    }
+    Py_ssize_t got = PyList_GET_SIZE(receives);
+    if (got >= self->max_receives) {
+        PyObject *call[1] = {reader};
+        if ((more = take_truth(PyObject_VectorcallMethod(spl_attr[SPL_HAS_BUFFERED_FRAME], call,
+                                                         1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL))) < 0)
+            goto done;
+    }
+    if (spl_count(self->metrics, SPL_BYTES_RECEIVED_TOTAL, n) < 0)
+        goto done;
+    if (got > 0) {
+        PyObject *polled = spl_get(selector, SPL_POLLED_RECEIVES);
+        if (polled == NULL)
+            goto done;
+        int ext = PyList_CheckExact(polled) ? PyList_SetSlice(polled, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, receives)
+                                             : take_truth(PyObject_CallMethod(polled, "extend", "O", receives));
+        Py_DECREF(polled);
+        if (ext < 0 || spl_count(self->metrics, SPL_RESPONSES_RECEIVED_TOTAL, got) < 0)
+            goto done;
+    }
+    rc = more ? PySet_Add(self->buffered, cid) : PySet_Discard(self->buffered, cid) < 0 ? -1 : 0;
+done:
+    Py_DECREF(receives);
+    return rc;
+}
+
+/* A channel's event as Selector._poll_channel's common case (the read given, see above): 1 (done), 0 (not the common
+ * case: nothing changed, poll_channel's), or -1 with an exception */
+static int spl_read_event(SelectorPollObject *self, PyObject *selector, PyObject *channel, PyObject *mask,
+                          PyObject *end_select)
+{
+    int64_t m;
+    if (self->channel_type == NULL || (PyObject *)Py_TYPE(channel) != self->channel_type || !compact_int(mask, &m)
+        || m != 1 /* selectors.EVENT_READ alone */)
+        return 0;
+    static const int which[6] = {SPL_ID, SPL_CONNECTING, SPL_STATE, SPL_MUTE_STATE, SPL_BUFFERED_READER,
+                                 SPL_PLAIN_RECV_INTO};
+    PyObject *v[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    int rc = -1;
+    for (int i = 0; i < 6; i++)
+        if ((v[i] = spl_get(channel, which[i])) == NULL)
+            goto done;
+    PyObject *cid = v[0], *reader = v[4], *recv_into = v[5];
+    if (v[1] != Py_False || v[2] != self->ready_state || v[3] != self->not_muted
+        || (PyObject *)Py_TYPE(reader) != self->reader_type || recv_into == Py_None) {
+        rc = 0;
+        goto done;
+    }
+    if (self->activity_order != Py_None && idle_touch(self->activity_order, cid, end_select) < 0)
+        goto done;
+    if (spl_read(self, selector, channel, cid, reader, recv_into) == 0)
+        rc = 1;
+    else if (PyErr_ExceptionMatches(PyExc_Exception)) { /* the reference's except clauses */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        if (tb != NULL && value != NULL)
+            PyException_SetTraceback(value, tb);
+        Py_XDECREF(type);
+        Py_XDECREF(tb);
+        PyObject *call[3] = {selector, channel, value != NULL ? value : Py_None};
+        PyObject *r = PyObject_Vectorcall(self->channel_failed, call, 3, NULL);
+        Py_XDECREF(value);
+        if (r != NULL) {
+            Py_DECREF(r);
+            rc = 1;
+        }
+    }
+done:
+    for (int i = 0; i < 6; i++)
+        Py_XDECREF(v[i]);
+    return rc;
+}
+
 /* Each event's channel through poll_channel, the wake-up's through drain_wakeup: 0, or -1 with an exception */
 static int spl_events(SelectorPollObject *self, PyObject *selector, PyObject *events, PyObject *end_select)
 {
@@ -814,6 +941,13 @@ static int spl_events(SelectorPollObject *self, PyObject *selector, PyObject *ev
             if (open != channel) { /* closed (or replaced) by an earlier event's handling */
                 Py_DECREF(channel);
                 if (PyErr_Occurred())
+                    goto fail;
+                continue;
+            }
+            int done = spl_read_event(self, selector, channel, mask, end_select);
+            if (done != 0) {
+                Py_DECREF(channel);
+                if (done < 0)
                     goto fail;
                 continue;
             }
@@ -938,19 +1072,34 @@ static PyObject *spl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *selector, *poll_reference, *channels, *keys, *pending_disconnects, *interest_stale, *memory_muted;
     PyObject *buffered, *reauth_at_ms, *metrics, *idle, *now_ns, *os_selector, *epoll_fd, *wakeup_fd, *poll_channel;
-    PyObject *drain_wakeup, *close_oldest;
+    PyObject *drain_wakeup, *close_oldest, *read;
     long long max_select_timeout_ms;
     static char *kwlist[] = {"selector", "poll_reference", "channels", "keys", "pending_disconnects", "interest_stale",
                              "memory_muted", "buffered", "reauth_at_ms", "metrics", "idle", "now_ns", "os_selector",
                              "epoll_fd", "wakeup_fd", "poll_channel", "drain_wakeup", "close_oldest",
-                             "max_select_timeout_ms", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!O!O!O!O!O!OOOOOOOOOOL:SelectorPoll", kwlist, &selector,
+                             "max_select_timeout_ms", "read", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!O!O!O!O!O!OOOOOOOOOOLO:SelectorPoll", kwlist, &selector,
                                      &poll_reference, &PyDict_Type, &channels, &PyDict_Type, &keys, &PyDict_Type,
                                      &pending_disconnects, &PySet_Type, &interest_stale, &PyDict_Type, &memory_muted,
                                      &PySet_Type, &buffered, &reauth_at_ms, &metrics, &idle, &now_ns, &os_selector,
                                      &epoll_fd, &wakeup_fd, &poll_channel, &drain_wakeup, &close_oldest,
-                                     &max_select_timeout_ms))
+                                     &max_select_timeout_ms, &read))
         return NULL;
+    Py_ssize_t max_receives = 0, max_read_bytes = 0;
+    if (read != Py_None) {
+        if (!PyTuple_Check(read) || PyTuple_GET_SIZE(read) != 12 || !PyType_Check(PyTuple_GET_ITEM(read, 0))
+            || !PyType_Check(PyTuple_GET_ITEM(read, 5))
+            || (PyTuple_GET_ITEM(read, 11) != Py_None && !PyDict_Check(PyTuple_GET_ITEM(read, 11)))) {
+            PyErr_SetString(PyExc_TypeError, "SelectorPoll: read is None or (channel_type, READY, NOT_MUTED, "
+                            "max_receives, max_read_bytes, reader_type, new_receive, check_receive_size, empty_payload, "
+                            "peer_closed, channel_failed, activity_order: a dict or None)");
+            return NULL;
+        }
+        max_receives = PyLong_AsSsize_t(PyTuple_GET_ITEM(read, 3));
+        max_read_bytes = max_receives == -1 ? -1 : PyLong_AsSsize_t(PyTuple_GET_ITEM(read, 4));
+        if (max_read_bytes == -1 && PyErr_Occurred())
+            return NULL;
+    }
     if (spl_names() < 0)
         return NULL;
     PyObject *weak = PyWeakref_NewRef(selector, NULL);
@@ -981,12 +1130,23 @@ static PyObject *spl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->close_oldest = Py_NewRef(close_oldest);
     self->handoff = Py_NewRef(Py_None);
     self->max_select_timeout_ms = max_select_timeout_ms;
+    if (read != Py_None) {
+        PyObject **fields[10] = {&self->channel_type, &self->ready_state, &self->not_muted, &self->reader_type,
+                                 &self->new_receive, &self->check_receive_size, &self->empty_payload,
+                                 &self->peer_closed, &self->channel_failed, &self->activity_order};
+        static const int at[10] = {0, 1, 2, 5, 6, 7, 8, 9, 10, 11};
+        for (int i = 0; i < 10; i++)
+            *fields[i] = Py_NewRef(PyTuple_GET_ITEM(read, at[i]));
+        self->max_receives = max_receives;
+        self->max_read_bytes = max_read_bytes;
+    }
     return (PyObject *)self;
 }
 
 #define SPL_FIELDS(X) X(selector) X(poll_reference) X(channels) X(keys) X(pending_disconnects) X(interest_stale) \
     X(memory_muted) X(buffered) X(reauth_at_ms) X(metrics) X(idle) X(now_ns) X(os_selector) X(epoll_fd) X(wakeup_fd) \
-    X(poll_channel) X(drain_wakeup) X(close_oldest) X(handoff)
+    X(poll_channel) X(drain_wakeup) X(close_oldest) X(handoff) X(channel_type) X(ready_state) X(not_muted) \
+    X(reader_type) X(new_receive) X(check_receive_size) X(empty_payload) X(peer_closed) X(channel_failed) X(activity_order)
 
 static int spl_traverse(SelectorPollObject *self, visitproc visit, void *arg)
 {
@@ -1046,7 +1206,7 @@ static PyTypeObject SelectorPollType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = PyDoc_STR("SelectorPoll(selector, poll_reference, channels, keys, pending_disconnects, interest_stale, "
                         "memory_muted, buffered, reauth_at_ms, metrics, idle, now_ns, os_selector, epoll_fd, "
-                        "wakeup_fd, poll_channel, drain_wakeup, close_oldest, max_select_timeout_ms): a client "
+                        "wakeup_fd, poll_channel, drain_wakeup, close_oldest, max_select_timeout_ms, read): a client "
                         "Selector's common poll in one call (reference: Selector.poll)"),
     .tp_traverse = (traverseproc)spl_traverse,
     .tp_clear = (inquiry)spl_clear,
