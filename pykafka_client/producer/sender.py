@@ -22,6 +22,7 @@ DUPLICATE_SEQUENCE_NUMBER counts as success; anything else fails the batch, per 
 from __future__ import annotations
 
 import logging
+import time as _time
 from collections.abc import Callable
 from concurrent.futures._base import FINISHED
 from dataclasses import dataclass, field, fields
@@ -57,7 +58,7 @@ from pykafka_client.protocol.messages import (
 from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.crc import crc32c
 from pykafka_client.structs import Node, TopicPartition
-from pykafka_client.utils.time import Time
+from pykafka_client.utils.time import SystemTime, Time
 
 log = logging.getLogger(__name__)
 
@@ -285,6 +286,13 @@ class Sender:
             self.in_flight_batches, guarantee_message_order, transaction_manager is not None,
             accumulator.release_parts(), None if transaction_manager is None else transaction_manager.sequence_parts(),
         )
+        # with the kernel, run_once is the kernel's SenderIteration's (an instance attribute; it holds this Sender weakly:
+        # no cycle): the class's run_once, its reference, without the frame, for a Sender that does not override it
+        if loaded is not None and self._round_setup is not None and type(self).run_once is Sender.run_once:
+            self.run_once = loaded.SenderIteration(  # type: ignore[method-assign]
+                self, self._round_setup, Sender.run_once, Sender.run_unsettled, WAKEUP_PENDING_ATTRIBUTE, SystemTime,
+                _time.monotonic_ns,
+            ).run_once
 
     # --- thread loop ---------------------------------------------------------------------------------
 
@@ -409,24 +417,13 @@ class Sender:
     # --- one iteration -------------------------------------------------------------------------------
 
     def run_once(self) -> None:
+        """One iteration of the I/O loop. With the kernel it is the kernel's ``SenderIteration.run_once`` (an instance
+        attribute set by ``__init__``), which does what this does without the frame."""
         self._wakeup_pending = False
         tm = self.transaction_manager
         # an idempotent producer with its producer id and nothing to repair (the common case): one call
-        if tm is not None and not tm.is_settled():
-            tm.maybe_resolve_sequences()
-            if tm.has_fatal_error():
-                err = tm.fail_pending()
-                if self.accumulator.has_incomplete():
-                    self.accumulator.abort_incomplete_batches(err, self._forget)
-                self.client.poll(self.retry_backoff_ms, self.time.hi_res_clock_ms())
-                return
-            if tm.is_transactional():
-                if self._maybe_send_and_poll_transactional_request(tm):
-                    return
-            else:
-                tm.bump_idempotent_epoch_and_reset_id_if_needed()
-                if self._maybe_send_and_poll_init_producer_id():
-                    return
+        if tm is not None and not tm.is_settled() and self.run_unsettled(tm):
+            return
         now = self.time.hi_res_clock_ms()
         kernel = _native.kernel  # send_producer_data, without its frame
         self.client.poll(
@@ -434,6 +431,22 @@ class Sender:
             else kernel.sender_send_round(self, self._round_setup, now),
             now,
         )
+
+    def run_unsettled(self, tm: TransactionManager) -> bool:
+        """:meth:`run_once`'s step for a transaction manager that is not settled (its ``is_settled()`` False): the
+        sequences resolved, a fatal error's failing of what is pending, the transactional request or the
+        InitProducerId to send. True if that spent the iteration (nothing else to do in it)."""
+        tm.maybe_resolve_sequences()
+        if tm.has_fatal_error():
+            err = tm.fail_pending()
+            if self.accumulator.has_incomplete():
+                self.accumulator.abort_incomplete_batches(err, self._forget)
+            self.client.poll(self.retry_backoff_ms, self.time.hi_res_clock_ms())
+            return True
+        if tm.is_transactional():
+            return self._maybe_send_and_poll_transactional_request(tm)
+        tm.bump_idempotent_epoch_and_reset_id_if_needed()
+        return self._maybe_send_and_poll_init_producer_id()
 
     # --- transactional requests ----------------------------------------------------------------------
 

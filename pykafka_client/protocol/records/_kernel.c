@@ -346,6 +346,17 @@ PyMODINIT_FUNC PyInit__kernel(void)
         Py_DECREF(m);
         return NULL;
     }
+    /* sender_send_round.c.h's type */
+    if (PyType_Ready(&SenderIterationType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&SenderIterationType);
+    if (PyModule_AddObject(m, "SenderIteration", (PyObject *)&SenderIterationType) < 0) {
+        Py_DECREF(&SenderIterationType);
+        Py_DECREF(m);
+        return NULL;
+    }
     /* client_poll.c.h's types */
     if (PyType_Ready(&ClientPollPathType) < 0) {
         Py_DECREF(m);

@@ -300,6 +300,10 @@ class Kernel(Protocol):
     #: new_client_request)``: a NetworkClient's send-side state (reference: ``network.client_send_state.ClientSendState``)
     #: whose ``ready``, ``new_client_request`` and ``send`` are the client's (``NetworkClient._new_send_state``)
     ClientSendPath: Callable[..., Any]
+    # sender_send_round.c.h
+    #: ``SenderIteration(sender, setup, reference, unsettled, wakeup_attribute, system_time, monotonic_ns)``: a Sender's
+    #: ``run_once`` in one call (reference: ``producer.sender.Sender.run_once``), its bound ``run_once`` the Sender's
+    SenderIteration: Callable[..., Any]
     # client_poll.c.h
     #: ``ClientPollPath(client, poll_reference, complete_reference, receives_reference, clock_ns, decoders, ...)``: a
     #: NetworkClient's poll state (reference: ``network.client_poll_state.ClientPollState``) whose ``poll`` is the

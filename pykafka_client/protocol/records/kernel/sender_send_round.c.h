@@ -130,16 +130,24 @@ static inline PyObject *sr_get(PyObject *obj, int a)
 
 /* module.attr (new reference), NULL with an exception: from a plain module's dict (no attribute of the module type
  * has these names), else by name (a module's __getattr__, another object) */
+static PyObject *sr_module_get_name(PyObject *module, PyObject *name);
+
 static PyObject *sr_module_get(PyObject *module, int a)
 {
+    return sr_module_get_name(module, srattr[a]);
+}
+
+/* module.name (new reference) as sr_module_get, for a name of another table */
+static PyObject *sr_module_get_name(PyObject *module, PyObject *name)
+{
     if (PyModule_CheckExact(module)) {
-        PyObject *v = PyDict_GetItemWithError(PyModule_GetDict(module), srattr[a]);
+        PyObject *v = PyDict_GetItemWithError(PyModule_GetDict(module), name);
         if (v != NULL)
             return Py_NewRef(v);
         if (PyErr_Occurred())
             return NULL;
     }
-    return PyObject_GetAttr(module, srattr[a]);
+    return PyObject_GetAttr(module, name);
 }
 
 /* obj.attr as an int of 64 bits: 0, or -1 with an exception */
@@ -534,3 +542,213 @@ done:
     Py_XDECREF(item);
     return out;
 }
+
+/* ---- SenderIteration: Sender.run_once in one call -------------------------------------------------------------------
+ * SenderIteration(sender, setup, reference, unsettled, wakeup_attribute, system_time, monotonic_ns): ``run_once()``
+ * is Sender.run_once (``reference``, called for the Sender as it is when _native.kernel is None) without its frame:
+ * the wake-up flag (the Sender's ``wakeup_attribute``) cleared; a transaction manager not settled (its is_settled())
+ * through unsettled(sender, tm) (Sender.run_unsettled), which ends the iteration when it returns True; the time
+ * (monotonic_ns() // 10**6 for a time of exactly the system_time type, else time.hi_res_clock_ms()); the round
+ * (sender_send_round(sender, setup, now): the kernel's own function called as C, another kernel's by name); the
+ * client's poll(timeout, now). ``sender`` is held by a weak reference (the Sender holds the bound run_once as an
+ * instance attribute: no cycle). */
+
+enum { SI_IS_SETTLED, SI_TIME, SI_HI_RES_CLOCK_MS, SI_SENDER_SEND_ROUND, SI_POLL, SI_COUNT };
+static const char *const si_names[SI_COUNT] = {"is_settled", "time", "hi_res_clock_ms", "sender_send_round", "poll"};
+static PyObject *siattr[SI_COUNT];
+static slot_cache sicache[SI_COUNT];
+static slot_cache si_wakeup_cache;
+static PyObject *si_million;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *sender; /* weakref */
+    PyObject *setup, *reference, *unsettled, *wakeup_attribute, *system_time, *monotonic_ns;
+} SenderIterationObject;
+
+/* the time in ms as the reference reads it (new reference), NULL with an exception */
+static PyObject *si_now(SenderIterationObject *self, PyObject *sender)
+{
+    PyObject *time = cached_get(sender, siattr[SI_TIME], &sicache[SI_TIME]);
+    if (time == NULL)
+        return NULL;
+    PyObject *now;
+    if ((PyObject *)Py_TYPE(time) == self->system_time) { /* SystemTime.hi_res_clock_ms: monotonic_ns() // 10**6 */
+        PyObject *ns = PyObject_CallNoArgs(self->monotonic_ns);
+        int64_t v;
+        if (ns != NULL && compact_int(ns, &v) && v >= 0)
+            now = PyLong_FromLongLong(v / 1000000);
+        else
+            now = ns == NULL ? NULL : PyNumber_FloorDivide(ns, si_million);
+        Py_XDECREF(ns);
+    }
+    else {
+        PyObject *call[1] = {time};
+        now = PyObject_VectorcallMethod(siattr[SI_HI_RES_CLOCK_MS], call, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    }
+    Py_DECREF(time);
+    return now;
+}
+
+/* The iteration after the wake-up flag and the transaction manager: 0, or -1 with an exception */
+static int si_round(SenderIterationObject *self, PyObject *sender, PyObject *kernel)
+{
+    PyObject *round = sr_module_get_name(kernel, siattr[SI_SENDER_SEND_ROUND]);
+    if (round == NULL)
+        return -1;
+    PyObject *now = si_now(self, sender), *client = NULL, *timeout = NULL;
+    int rc = -1;
+    if (now == NULL || (client = sr_get(sender, SR_CLIENT)) == NULL)
+        goto done;
+    PyObject *args[3] = {sender, self->setup, now};
+    timeout = PyCFunction_Check(round) && PyCFunction_GET_FUNCTION(round) == (PyCFunction)(void (*)(void))k_sender_send_round
+              ? k_sender_send_round(NULL, args, 3) : PyObject_Vectorcall(round, args, 3, NULL);
+    if (timeout == NULL)
+        goto done;
+    PyObject *pargs[3] = {client, timeout, now};
+    PyObject *r = PyObject_VectorcallMethod(siattr[SI_POLL], pargs, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    if (r != NULL) {
+        Py_DECREF(r);
+        rc = 0;
+    }
+done:
+    Py_DECREF(round);
+    Py_XDECREF(now);
+    Py_XDECREF(client);
+    Py_XDECREF(timeout);
+    return rc;
+}
+
+static PyObject *si_run_once(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    SenderIterationObject *self = (SenderIterationObject *)op;
+    if (PyVectorcall_NARGS(nargsf) != 0 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "run_once() takes no arguments");
+        return NULL;
+    }
+    PyObject *sender = weak_referent(self->sender, "the Sender of this SenderIteration is gone");
+    if (sender == NULL)
+        return NULL;
+    PyObject *out = NULL, *tm = NULL;
+    PyObject *kernel = sr_module_get(PyTuple_GET_ITEM(PyTuple_GET_ITEM(self->setup, 3), 0), SR_KERNEL);
+    if (kernel == NULL)
+        goto done;
+    if (kernel == Py_None) { /* the kernel turned off: the reference */
+        out = PyObject_CallOneArg(self->reference, sender);
+        goto done;
+    }
+    if (cached_set(sender, self->wakeup_attribute, &si_wakeup_cache, Py_False) < 0
+        || (tm = sr_get(sender, SR_TM)) == NULL)
+        goto done;
+    if (tm != Py_None) {
+        PyObject *call[1] = {tm};
+        int settled = take_truth(PyObject_VectorcallMethod(siattr[SI_IS_SETTLED], call,
+                                                           1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL));
+        if (settled < 0)
+            goto done;
+        if (!settled) {
+            PyObject *uargs[2] = {sender, tm};
+            int spent = take_truth(PyObject_Vectorcall(self->unsettled, uargs, 2, NULL));
+            if (spent < 0)
+                goto done;
+            if (spent) {
+                out = Py_NewRef(Py_None);
+                goto done;
+            }
+        }
+    }
+    if (si_round(self, sender, kernel) == 0)
+        out = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(kernel);
+    Py_XDECREF(tm);
+    Py_DECREF(sender);
+    return out;
+}
+
+static PyObject *si_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *sender, *setup, *reference, *unsettled, *wakeup_attribute, *system_time, *monotonic_ns;
+    static char *kwlist[] = {"sender", "setup", "reference", "unsettled", "wakeup_attribute", "system_time",
+                             "monotonic_ns", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OOUO!O:SenderIteration", kwlist, &sender, &PyTuple_Type, &setup,
+                                     &reference, &unsettled, &wakeup_attribute, &PyType_Type, &system_time,
+                                     &monotonic_ns))
+        return NULL;
+    if (PyTuple_GET_SIZE(setup) != 4 || !PyTuple_Check(PyTuple_GET_ITEM(setup, 3))
+        || PyTuple_GET_SIZE(PyTuple_GET_ITEM(setup, 3)) != 4) {
+        PyErr_SetString(PyExc_TypeError, "SenderIteration: the setup is not the Sender's");
+        return NULL;
+    }
+    if (send_round_init() < 0)
+        return NULL;
+    for (int i = 0; i < SI_COUNT; i++)
+        if (siattr[i] == NULL && (siattr[i] = PyUnicode_InternFromString(si_names[i])) == NULL)
+            return NULL;
+    if (si_million == NULL && (si_million = PyLong_FromLong(1000000)) == NULL)
+        return NULL;
+    PyObject *weak = PyWeakref_NewRef(sender, NULL);
+    if (weak == NULL)
+        return NULL;
+    PyObject *name = PyUnicode_FromObject(wakeup_attribute);
+    SenderIterationObject *self = name == NULL ? NULL : (SenderIterationObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        Py_DECREF(weak);
+        Py_XDECREF(name);
+        return NULL;
+    }
+    PyUnicode_InternInPlace(&name);
+    self->sender = weak;
+    self->setup = Py_NewRef(setup);
+    self->reference = Py_NewRef(reference);
+    self->unsettled = Py_NewRef(unsettled);
+    self->wakeup_attribute = name;
+    self->system_time = Py_NewRef(system_time);
+    self->monotonic_ns = Py_NewRef(monotonic_ns);
+    return (PyObject *)self;
+}
+
+#define SI_FIELDS(X) X(sender) X(setup) X(reference) X(unsettled) X(wakeup_attribute) X(system_time) X(monotonic_ns)
+
+static int si_traverse(SenderIterationObject *self, visitproc visit, void *arg)
+{
+#define SI_VISIT(f) Py_VISIT(self->f);
+    SI_FIELDS(SI_VISIT)
+#undef SI_VISIT
+    return 0;
+}
+
+static int si_clear(SenderIterationObject *self)
+{
+#define SI_CLEAR(f) Py_CLEAR(self->f);
+    SI_FIELDS(SI_CLEAR)
+#undef SI_CLEAR
+    return 0;
+}
+
+static void si_dealloc(SenderIterationObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    si_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef si_methods[] = {
+    {"run_once", (PyCFunction)(void (*)(void))si_run_once, METH_FASTCALL | METH_KEYWORDS,
+     "run_once(): Sender.run_once (the reference) without its frame"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject SenderIterationType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pykafka_client.protocol.records._kernel.SenderIteration",
+    .tp_basicsize = sizeof(SenderIterationObject),
+    .tp_dealloc = (destructor)si_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = PyDoc_STR("SenderIteration(sender, setup, reference, unsettled, wakeup_attribute, system_time, "
+                        "monotonic_ns): Sender.run_once in one call (reference: Sender.run_once)"),
+    .tp_traverse = (traverseproc)si_traverse,
+    .tp_clear = (inquiry)si_clear,
+    .tp_methods = si_methods,
+    .tp_new = si_new,
+};
