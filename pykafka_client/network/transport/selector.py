@@ -539,13 +539,16 @@ class Selector:
         does, with no Python frame of its own on the common case (no pending disconnects, no channel muted since the
         last poll, none muted for memory, none with bytes buffered, a blocking poll; each channel's event through
         ``_poll_channel``, the reference's). None without the kernel, for a selector that is not epoll's or skips waits
-        when buffered, or for a subclass that overrides the poll's methods. The path holds this selector weakly."""
+        when buffered, or for a subclass that overrides the poll's methods or :meth:`completed_receives` (the client's
+        compiled poll reads :attr:`polled_receives` itself when its selector has one). The path holds this selector
+        weakly."""
         kernel = _native.kernel
         if (
             kernel is None or not isinstance(self._selector, selectors.EpollSelector) or self._skip_wait_when_buffered
             or type(self).poll is not Selector.poll or type(self)._poll_channel is not Selector._poll_channel
             or type(self)._drain_wakeup is not Selector._drain_wakeup
             or type(self)._maybe_close_oldest_connection is not Selector._maybe_close_oldest_connection
+            or type(self).completed_receives is not Selector.completed_receives
         ):
             return None
         if self._poll_path is None:

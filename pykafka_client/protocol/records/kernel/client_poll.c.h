@@ -16,7 +16,9 @@
  * time to that deadline and client.default_request_timeout_ms (at least 0; an OSError reported by
  * report_poll_error(error) and the poll's results all_bits, as the reference), the time read (clock_ns() // 10**6),
  * then what the reference's complete_poll does: when the results ask for no look at the completed sends (the
- * completed_sends_bit clear, or no fire-and-forget request sent), the completed receives through
+ * completed_sends_bit clear, or no fire-and-forget request sent), the completed receives (the selector's
+ * polled_receives when the select is a SelectorPoll's, whose selector's completed_receives() returns them, else
+ * completed_receives()) through
  * client.in_flight_requests.complete_receives(receives, responses, now, decoders, new_client_response) and, for those
  * it leaves, receives_reference(client, receives, responses, now, left) (NetworkClient._handle_completed_receives);
  * the rest (other bits, a handshake or connection to look at, a request that may have timed out, a rebootstrap that
@@ -37,12 +39,13 @@ enum {
     CPP_SEND_STATE, CPP_ACTIVE, CPP_METADATA_UPDATER, CPP_UPDATE_DEADLINE, CPP_NO_UPDATE_BEFORE_MS, CPP_SELECTOR,
     CPP_REAUTHENTICATIONS_SCHEDULED, CPP_DEFAULT_TIMEOUT, CPP_POLL, CPP_COMPLETED_RECEIVES, CPP_IN_FLIGHT_REQUESTS,
     CPP_COMPLETE_RECEIVES, CPP_NO_TIMEOUT_UNTIL_MS, CPP_RECOVERY_STRATEGY, CPP_READY_NODE, CPP_CALLBACK,
-    CPP_COUNT
+    CPP_POLLED_RECEIVES, CPP_COUNT
 };
 static const char *const cpp_attr_names[CPP_COUNT] = {
     "send_state", "active", "metadata_updater", "update_deadline", "no_update_before_ms", "selector",
     "reauthentications_scheduled", "default_request_timeout_ms", "poll", "completed_receives", "in_flight_requests",
     "complete_receives", "no_timeout_until_ms", "metadata_recovery_strategy", "ready_node", "callback",
+    "polled_receives",
 };
 static PyObject *cpp_attr[CPP_COUNT];
 static slot_cache cpp_cache[CPP_COUNT];
@@ -62,6 +65,7 @@ typedef struct {
 } ClientPollPathObject;
 
 static PyTypeObject ClientPollPathType;
+static PyTypeObject SelectorPollType;
 
 /* 0, or -1 with an exception */
 static int cpp_names(void)
@@ -246,14 +250,24 @@ static int cpp_complete_reference(ClientPollPathObject *self, PyObject *client, 
     return 0;
 }
 
+/* The kernel's SelectorPoll whose poll is the select (borrowed), or NULL: another select, or none */
+static PyObject *cpp_selector_poll(ClientPollPathObject *self)
+{
+    PyObject *owner = PyCFunction_Check(self->select) ? PyCFunction_GET_SELF(self->select) : NULL;
+    return owner != NULL && Py_IS_TYPE(owner, &SelectorPollType) ? owner : NULL;
+}
+
 /* The completed receives of a poll whose completed sends need no look: 0, or -1 with an exception */
 static int cpp_receives(ClientPollPathObject *self, PyObject *client, PyObject *selector, PyObject *responses,
                         PyObject *now)
 {
     PyObject *call[6];
     call[0] = selector;
-    PyObject *receives = PyObject_VectorcallMethod(cpp_attr[CPP_COMPLETED_RECEIVES], call,
-                                                   1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    /* a selector with the kernel's SelectorPoll (its completed_receives() is Selector's): its polled_receives read */
+    PyObject *receives = cpp_selector_poll(self) != NULL
+                         ? cpp_get(selector, CPP_POLLED_RECEIVES)
+                         : PyObject_VectorcallMethod(cpp_attr[CPP_COMPLETED_RECEIVES], call,
+                                                     1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     if (receives == NULL)
         return -1;
     PyObject *in_flight = cpp_get(client, CPP_IN_FLIGHT_REQUESTS);
