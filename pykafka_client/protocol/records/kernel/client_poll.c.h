@@ -826,6 +826,20 @@ static int spl_count(PyObject *obj, int a, int64_t by)
     return rc;
 }
 
+/* obj.a += end - start (the metrics' times): 0, or -1 with an exception */
+static int spl_add_difference(PyObject *obj, int a, PyObject *end, PyObject *start)
+{
+    int64_t e, b;
+    if (compact_int(end, &e) && compact_int(start, &b))
+        return spl_count(obj, a, e - b);
+    PyObject *d = PyNumber_Subtract(end, start);
+    if (d == NULL)
+        return -1;
+    int rc = spl_add(obj, a, d);
+    Py_DECREF(d);
+    return rc;
+}
+
 /* What KafkaChannel.read_frames does after its read of a plaintext socket, and what _poll_channel does with the
  * frames: 0, or -1 with an exception (to go through channel_failed when an Exception). */
 static int spl_read(SelectorPollObject *self, PyObject *selector, PyObject *channel, PyObject *cid, PyObject *reader,
@@ -1026,14 +1040,12 @@ static PyObject *spl_poll_common(SelectorPollObject *self, PyObject *selector, i
         timeout = self->max_select_timeout_ms;
     if ((events = spl_wait(self, timeout)) == NULL || (end_select = spl_now(self)) == NULL)
         goto fail;
-    if (spl_add(self->metrics, SPL_SELECT_TOTAL, spl_one) < 0 || (d = PyNumber_Subtract(end_select, start)) == NULL
-        || spl_add(self->metrics, SPL_SELECT_TIME_NS_TOTAL, d) < 0)
+    if (spl_count(self->metrics, SPL_SELECT_TOTAL, 1) < 0
+        || spl_add_difference(self->metrics, SPL_SELECT_TIME_NS_TOTAL, end_select, start) < 0)
         goto fail;
-    Py_CLEAR(d);
     if (spl_events(self, selector, events, end_select) < 0 || (end_io = spl_now(self)) == NULL
-        || (d = PyNumber_Subtract(end_io, end_select)) == NULL || spl_add(self->metrics, SPL_IO_TIME_NS_TOTAL, d) < 0)
+        || spl_add_difference(self->metrics, SPL_IO_TIME_NS_TOTAL, end_io, end_select) < 0)
         goto fail;
-    Py_CLEAR(d);
     if (self->idle != Py_None) { /* (no call before a connection may have expired) */
         PyObject *next_check = spl_get(self->idle, SPL_NEXT_CHECK_NS);
         int due = next_check == NULL ? -1 : PyObject_RichCompareBool(end_io, next_check, Py_GE);

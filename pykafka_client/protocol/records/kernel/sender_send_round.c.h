@@ -217,7 +217,7 @@ static int send_round_request(PyObject *sender, PyObject *client, PyObject *metr
     if (!compact_int(PyTuple_GET_ITEM(drained, 3), &size) &&
         take_int(Py_NewRef(PyTuple_GET_ITEM(drained, 3)), &size) != 0)
         goto done;
-    if ((node_str = PyObject_Str(node_id)) == NULL)
+    if ((node_str = id_string(node_id)) == NULL)
         goto done;
     /* partial(_native.kernel.handle_produce_response, reference, SUCCEEDED, sender, by_tp): the kernel as of now */
     {

@@ -2,7 +2,7 @@
  *
  * Attributes of slotted Python objects read and written at an offset cached per call site (slot_cache,
  * cached_get, cached_read: borrowed, cached_set, get_int_attr), plain ints read without a call (compact_int,
- * take_int), the kept ints of the send path's counters (set_counter), and an owner held by a weak reference
+ * take_int), a node id's string (id_string), the kept ints of the send path's counters (set_counter), and an owner held by a weak reference
  * (weak_referent). The producer's and the network's hot objects go through these.
  * Uses: none of the other parts.
  */
@@ -283,6 +283,26 @@ static inline __attribute__((always_inline)) int set_counter(PyObject *obj, PyOb
     int rc = cached_set(obj, name, c, v);
     Py_DECREF(v);
     return rc;
+}
+
+/* str(v) (new reference, NULL with an exception) of a node id: an exact int's decimal string is kept for the last
+ * value asked (the Sender's round and the client's ready ask it of the same node on every request; the reference
+ * makes a new equal string each time), any other value's str() made anew. */
+static PyObject *id_string(PyObject *v)
+{
+    static int64_t last_value;
+    static PyObject *last_string;
+    int64_t x;
+    if (!compact_int(v, &x))
+        return PyObject_Str(v);
+    if (last_string != NULL && x == last_value)
+        return Py_NewRef(last_string);
+    PyObject *s = PyObject_Str(v);
+    if (s != NULL) {
+        Py_XSETREF(last_string, Py_NewRef(s));
+        last_value = x;
+    }
+    return s;
 }
 
 /* ---- an owner held by a weak reference (the kernel types that must not keep their Python owner alive) ---------- */
