@@ -46,7 +46,12 @@ from pykafka_client.network.request_encoding import register_compiled_codecs
 from pykafka_client.network.transport.selector import Selector
 from pykafka_client.producer.future_record_metadata import BatchOutcome
 from pykafka_client.producer.producer_batch import FinalState, ProducerBatch
-from pykafka_client.producer.producer_metadata import MetadataSnapshot, ProducerMetadata
+from pykafka_client.producer.producer_metadata import (
+    CLUSTER_ATTRIBUTE,
+    RETAIN_AT_ATTRIBUTE,
+    MetadataSnapshot,
+    ProducerMetadata,
+)
 from pykafka_client.producer.record_accumulator import AccumulatorMetadata, RecordAccumulator
 from pykafka_client.producer.transaction_manager import TransactionManager
 from pykafka_client.protocol.messages import (
@@ -272,10 +277,12 @@ class Sender:
         #: the Sender's life): the accumulator's round state, the snapshot type it runs on (any other metadata's
         #: snapshot goes to :meth:`send_producer_data_reference`), the checksum, and what the completion callback is
         #: made of: ``partial(_native.kernel.handle_produce_response, reference, SUCCEEDED, self, batches)``, the
-        #: kernel as of the send, as :meth:`send_produce_request` makes it
+        #: kernel as of the send, as :meth:`send_produce_request` makes it; and what the metadata step reads when the
+        #: metadata's ``retain_topics_and_fetch_snapshot`` is ProducerMetadata's (its work is then done in the round)
         self._round_setup = None if loaded is None else (
             accumulator.round_state(), MetadataSnapshot, crc32c, (_native, partial, _handle_produce_response_reference,
                                                                   _SUCCEEDED),
+            (ProducerMetadata.retain_topics_and_fetch_snapshot, CLUSTER_ATTRIBUTE, RETAIN_AT_ATTRIBUTE),
         )
         #: the kernel's ``SenderCompletion`` (with the kernel, else None): the state the kernel's completion of a produce
         #: response works with, decided here once: this Sender's in-flight batches, whether order is guaranteed, and what

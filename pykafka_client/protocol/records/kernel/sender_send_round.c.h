@@ -8,6 +8,10 @@
  * send_producer_data_reference runs the whole round), expired batches (Sender.fail_expired_batches), an in-flight
  * batch due (Sender.expired_in_flight_batches), a node's batches the kernel does not encode (Sender.send_produce_request).
  *
+ * The metadata step is sr_snapshot (ProducerMetadata.retain_topics_and_fetch_snapshot's work, when that is the
+ * metadata's method), a request's completion callback a ProduceCallback, and SenderIteration (below) is Sender.run_once
+ * around the round.
+ *
  * Uses sender_round (accumulator_ready, accumulator_drain, sender_track_in_flight, accumulator_expired: called
  * as C functions, the same calls RecordAccumulator.ready / drain / expired_batches make), producer_request
  * (drained_request) and slot_access (cached attribute reads, plain ints). Reads only public attributes of the Sender,
@@ -18,7 +22,7 @@ enum { SR_METADATA, SR_ACCUMULATOR, SR_CLIENT, SR_METRICS, SR_TM, SR_ACKS, SR_RE
        SR_RETAIN, SR_REFERENCE, SR_ADD, SR_UPDATE_FOR_TOPIC, SR_READY, SR_POLL_DELAY, SR_PREPARE, SR_MUTE,
        SR_EXPIRED_IN_FLIGHT, SR_FAIL_EXPIRED, SR_TID, SR_SEND_PRODUCE, SR_NEW_REQUEST, SR_SEND, SR_REQUESTS_SENT,
        SR_BATCHES_SENT, SR_RECORDS_SENT, SR_BYTES_SENT, SR_OLDEST, SR_DRAIN, SR_EXPIRED_BATCHES, SR_NEXT_EXPIRY_TIME,
-       SR_KERNEL, SR_HANDLE, SR_COUNT };
+       SR_KERNEL, SR_HANDLE, SR_RETAIN_TOPICS, SR_INDEX, SR_CLUSTER, SR_FETCH_SNAPSHOT, SR_COUNT };
 static const char *const send_round_names[SR_COUNT] = {
     "metadata", "accumulator", "client", "metrics", "transaction_manager", "acks", "request_timeout_ms",
     "max_request_size", "guarantee_message_order", "in_flight_batches", "topic_items", "linger_ms",
@@ -27,6 +31,7 @@ static const char *const send_round_names[SR_COUNT] = {
     "mute_partition", "expired_in_flight_batches", "fail_expired_batches", "transactional_id", "send_produce_request",
     "new_client_request", "send", "requests_sent", "batches_sent", "records_sent", "bytes_sent",
     "oldest_allowed_version", "drain", "expired_batches", "next_expiry_time_ms", "kernel", "handle_produce_response",
+    "retain_topics", "index", "cluster", "fetch_metadata_snapshot",
 };
 static PyObject *srattr[SR_COUNT];
 
@@ -262,6 +267,87 @@ done:
     return rc;
 }
 
+/* Whether obj's instance dict holds `name` (an instance's replacement of a method): 1, 0, or -1 with an exception */
+static int sr_instance_has(PyObject *obj, PyObject *name)
+{
+    PyObject *dict = PyObject_GenericGetDict(obj, NULL);
+    if (dict == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    int found = PyDict_Check(dict) && PyDict_GET_SIZE(dict) > 0 ? PyDict_Contains(dict, name) : 0;
+    Py_DECREF(dict);
+    return found;
+}
+
+/* The round's metadata step, metadata.retain_topics_and_fetch_snapshot(now) (new reference), NULL with an exception.
+ * ``parts``: (ProducerMetadata.retain_topics_and_fetch_snapshot, CLUSTER_ATTRIBUTE, RETAIN_AT_ATTRIBUTE). When that is
+ * the metadata's method (its class's, not replaced on the instance), what it does: retain_topics(now) once now has
+ * reached the retain-at time (an int slot), the index when its cluster is the current one, else
+ * fetch_metadata_snapshot(); else the method's call. */
+static PyObject *sr_snapshot(PyObject *metadata, PyObject *now, int64_t now_ms, PyObject *parts)
+{
+    static PyObject *names[2];            /* the two attributes' names, interned */
+    static slot_cache caches[2];
+    static PyTypeObject *reference_type;  /* the type last found to have the reference method, and its tag */
+    static unsigned int reference_tag;
+    PyTypeObject *t = Py_TYPE(metadata);
+    int reference = reference_type == t && type_tag_current(t, reference_tag);
+    if (!reference && type_tag_valid(t) && mro_lookup(t, srattr[SR_RETAIN]) == PyTuple_GET_ITEM(parts, 0)) {
+        reference_type = t;
+        reference_tag = t->tp_version_tag;
+        reference = 1;
+    }
+    if (reference && (reference = sr_instance_has(metadata, srattr[SR_RETAIN])) >= 0)
+        reference = !reference;
+    if (reference < 0)
+        return NULL;
+    if (!reference) {
+        PyObject *margs[2] = {metadata, now};
+        return PyObject_VectorcallMethod(srattr[SR_RETAIN], margs, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    }
+    for (int i = 0; i < 2; i++) {
+        PyObject *given = PyTuple_GET_ITEM(parts, 1 + i);
+        if (names[i] == NULL || (names[i] != given && PyUnicode_Compare(names[i], given) != 0)) {
+            if (PyErr_Occurred())
+                return NULL;
+            PyObject *name = Py_NewRef(given);
+            PyUnicode_InternInPlace(&name);
+            Py_XSETREF(names[i], name);
+            caches[i].type = NULL;
+        }
+    }
+    int64_t retain_at;
+    int rc = get_int_attr(metadata, names[1], &caches[1], &retain_at);
+    if (rc < 0)
+        return NULL;
+    if (rc == 1 || now_ms >= retain_at) { /* (not a plain int: retain_topics compares it) */
+        PyObject *margs[2] = {metadata, now};
+        PyObject *r = PyObject_VectorcallMethod(srattr[SR_RETAIN_TOPICS], margs, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        if (r == NULL)
+            return NULL;
+        Py_DECREF(r);
+    }
+    PyObject *index = sr_get(metadata, SR_INDEX);
+    if (index == NULL)
+        return NULL;
+    PyObject *owned;
+    PyObject *cluster = cached_read(metadata, names[0], &caches[0], &owned);
+    PyObject *of_index = cluster == NULL ? NULL : sr_get(index, SR_CLUSTER);
+    int current = of_index == NULL ? -1 : of_index == cluster;
+    Py_XDECREF(of_index);
+    Py_XDECREF(owned);
+    if (current > 0)
+        return index;
+    Py_DECREF(index);
+    if (current < 0)
+        return NULL;
+    PyObject *margs[1] = {metadata};
+    return PyObject_VectorcallMethod(srattr[SR_FETCH_SNAPSHOT], margs, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
 /* Whether the accumulator's instance replaces a method the reference's round calls (a test's wrapper): 1 (then the
  * reference runs the round, calling it), 0, or -1 with an exception */
 static int send_round_replaced(PyObject *acc)
@@ -291,8 +377,11 @@ PyDoc_STRVAR(sender_send_round_doc,
 "Sender.send_producer_data compiled: the metadata step (retain_topics_and_fetch_snapshot), then what\n"
 "send_producer_data_reference does with the snapshot, calling it instead for a snapshot that is not the setup's\n"
 "MetadataSnapshot type. ``setup`` is (the accumulator's round_state(), the MetadataSnapshot type, crc32c,\n"
-"(the _native module, functools.partial, the reference completion, SUCCEEDED)): each request's completion callback\n"
-"is partial(_native.kernel.handle_produce_response, reference, SUCCEEDED, sender, batches by partition).");
+"(the _native module, functools.partial, the reference completion, SUCCEEDED), (ProducerMetadata's\n"
+"retain_topics_and_fetch_snapshot, CLUSTER_ATTRIBUTE, RETAIN_AT_ATTRIBUTE)): each request's completion callback\n"
+"is partial(_native.kernel.handle_produce_response, reference, SUCCEEDED, sender, batches by partition) (the\n"
+"kernel's ProduceCallback when that function is this kernel's); the metadata step is done here when the metadata's\n"
+"retain_topics_and_fetch_snapshot is ProducerMetadata's.");
 
 static PyObject *k_sender_send_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -304,9 +393,12 @@ static PyObject *k_sender_send_round(PyObject *self, PyObject *const *args, Py_s
     int64_t now_ms;
     if (send_round_init() < 0 || round_arg_int(now, &now_ms) < 0)
         return NULL;
-    if (!PyTuple_Check(setup) || PyTuple_GET_SIZE(setup) != 4 || !PyTuple_Check(PyTuple_GET_ITEM(setup, 0)) ||
+    if (!PyTuple_Check(setup) || PyTuple_GET_SIZE(setup) != 5 || !PyTuple_Check(PyTuple_GET_ITEM(setup, 0)) ||
         PyTuple_GET_SIZE(PyTuple_GET_ITEM(setup, 0)) != 6 || !PyType_Check(PyTuple_GET_ITEM(setup, 1)) ||
-        !PyTuple_Check(PyTuple_GET_ITEM(setup, 3)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(setup, 3)) != 4) {
+        !PyTuple_Check(PyTuple_GET_ITEM(setup, 3)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(setup, 3)) != 4 ||
+        !PyTuple_Check(PyTuple_GET_ITEM(setup, 4)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(setup, 4)) != 3 ||
+        !PyUnicode_Check(PyTuple_GET_ITEM(PyTuple_GET_ITEM(setup, 4), 1)) ||
+        !PyUnicode_Check(PyTuple_GET_ITEM(PyTuple_GET_ITEM(setup, 4), 2))) {
         PyErr_SetString(PyExc_TypeError, "sender_send_round: the setup is not the Sender's");
         return NULL;
     }
@@ -322,13 +414,8 @@ static PyObject *k_sender_send_round(PyObject *self, PyObject *const *args, Py_s
     PyObject *linger = NULL, *adaptive = NULL, *delivery = NULL, *max_size = NULL, *in_flight = NULL;
     PyObject *iter = NULL, *item = NULL;
 
-    if ((metadata = sr_get(sender, SR_METADATA)) == NULL)
-        goto done;
-    {
-        PyObject *margs[2] = {metadata, now};
-        snapshot = PyObject_VectorcallMethod(srattr[SR_RETAIN], margs, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-    }
-    if (snapshot == NULL)
+    if ((metadata = sr_get(sender, SR_METADATA)) == NULL ||
+        (snapshot = sr_snapshot(metadata, now, now_ms, PyTuple_GET_ITEM(setup, 4))) == NULL)
         goto done;
     if ((acc = sr_get(sender, SR_ACCUMULATOR)) == NULL)
         goto done;
@@ -675,7 +762,7 @@ static PyObject *si_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
                                      &reference, &unsettled, &wakeup_attribute, &PyType_Type, &system_time,
                                      &monotonic_ns))
         return NULL;
-    if (PyTuple_GET_SIZE(setup) != 4 || !PyTuple_Check(PyTuple_GET_ITEM(setup, 3))
+    if (PyTuple_GET_SIZE(setup) != 5 || !PyTuple_Check(PyTuple_GET_ITEM(setup, 3))
         || PyTuple_GET_SIZE(PyTuple_GET_ITEM(setup, 3)) != 4) {
         PyErr_SetString(PyExc_TypeError, "SenderIteration: the setup is not the Sender's");
         return NULL;
