@@ -123,9 +123,13 @@ class IdempotenceManager:
     """Idempotent-producer bookkeeping shared by the accumulator (drain) and the Sender (responses): the
     state and its transitions, the producer id and epoch, the per-partition sequences and in-flight batches."""
 
-    #: the state in a slot: read once per record by the kernel's send path (STATE_ATTRIBUTE; the rest of the
-    #: manager's state is in the instance dict)
-    __slots__ = ("__dict__", "__weakref__", "_state")
+    #: the state in a slot: read once per record by the kernel's send path (STATE_ATTRIBUTE); and what is_settled()
+    #: reads, read by the kernel's Sender iteration each iteration (SETTLED_PARTS); the rest of the manager's state is
+    #: in the instance dict
+    __slots__ = (
+        "__dict__", "__weakref__", "_state", "transactional_id", "_unresolved", "_epoch_bump_required",
+        "_pid_reset_required", "init_producer_id_in_flight", "_pid_epoch",
+    )
 
     def __init__(
         self,
@@ -580,6 +584,19 @@ class IdempotenceManager:
 #: property's Python frame, once per record to decline sends of a producer in a fatal error state
 #: (``SendRecord``'s ``fatal_check = (manager, STATE_ATTRIBUTE, State.FATAL_ERROR)``).
 STATE_ATTRIBUTE = "_state"
+
+#: What the kernel's ``idempotence_settled(manager, SETTLED_PARTS)`` (the Sender's iteration) answers
+#: :meth:`IdempotenceManager.is_settled` with, when that is the manager's method: the reference method, the attributes
+#: is_settled reads (slots, in its order: the state, the transactional id, the unresolved sequences, the epoch bump and
+#: producer id reset flags, the InitProducerId in flight, the producer id and epoch), READY, and the producer id that
+#: is not valid.
+SETTLED_PARTS = (
+    IdempotenceManager.is_settled,
+    ("_state", "transactional_id", "_unresolved", "_epoch_bump_required", "_pid_reset_required",
+     "init_producer_id_in_flight", "_pid_epoch"),
+    State.READY,
+    NO_PRODUCER_ID,
+)
 
 
 #: the reference method :meth:`IdempotenceManager.sequence_parts` compares with (as defined: one replaced on the class

@@ -53,6 +53,7 @@ from pykafka_client.producer.producer_metadata import (
     ProducerMetadata,
 )
 from pykafka_client.producer.record_accumulator import AccumulatorMetadata, RecordAccumulator
+from pykafka_client.producer.idempotence_manager import SETTLED_PARTS
 from pykafka_client.producer.transaction_manager import TransactionManager
 from pykafka_client.protocol.messages import (
     InitProducerIdRequest,
@@ -298,7 +299,7 @@ class Sender:
         if loaded is not None and self._round_setup is not None and type(self).run_once is Sender.run_once:
             self.run_once = loaded.SenderIteration(  # type: ignore[method-assign]
                 self, self._round_setup, Sender.run_once, Sender.run_unsettled, WAKEUP_PENDING_ATTRIBUTE, SystemTime,
-                _time.monotonic_ns,
+                _time.monotonic_ns, SETTLED_PARTS,
             ).run_once
 
     # --- thread loop ---------------------------------------------------------------------------------

@@ -166,6 +166,8 @@ static PyMethodDef kernel_methods[] = {
     {"drained_request", (PyCFunction)(void (*)(void))k_drained_request, METH_FASTCALL, drained_request_doc},
     {"tuple_constructor", k_tuple_constructor, METH_VARARGS, tuple_constructor_doc},
     {"read_frames", (PyCFunction)(void (*)(void))k_read_frames, METH_FASTCALL, read_frames_doc},
+    {"idempotence_settled", (PyCFunction)(void (*)(void))k_idempotence_settled, METH_FASTCALL,
+     idempotence_settled_doc},
     {"produce_results_frame", (PyCFunction)(void (*)(void))k_produce_results_frame, METH_FASTCALL,
      produce_results_frame_doc},
     {"any_transactional", k_any_transactional, METH_O, any_transactional_doc},

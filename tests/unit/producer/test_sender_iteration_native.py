@@ -16,7 +16,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pykafka_client.producer.idempotence_manager import (
+    NO_PRODUCER_ID,
+    SETTLED_PARTS,
+    IdempotenceManager,
+    ProducerIdAndEpoch,
+)
 from pykafka_client.producer.sender import Sender
+from pykafka_client.producer.transaction_manager import TransactionManager
+from pykafka_client.producer.transaction_state import State
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import SystemTime
@@ -150,3 +158,75 @@ def test_an_error_of_the_round_propagates() -> None:
     h.client.poll = failing_poll  # type: ignore[method-assign]
     with pytest.raises(RuntimeError, match="the poll failed"):
         h.sender.run_once()
+
+
+_SETTLED_FIELDS = st.fixed_dictionaries({
+    "_state": st.sampled_from(list(State)),
+    "transactional_id": st.sampled_from([None, "t"]),
+    "_unresolved": st.sampled_from([{}, {TopicPartition(TOPIC, 0): 3}]),
+    "_epoch_bump_required": st.booleans(),
+    "_pid_reset_required": st.booleans(),
+    "init_producer_id_in_flight": st.booleans(),
+    "_pid_epoch": st.sampled_from([ProducerIdAndEpoch(NO_PRODUCER_ID, -1), ProducerIdAndEpoch(7, 0),
+                                   ProducerIdAndEpoch(7, 3)]),
+})
+
+
+@settings(max_examples=300, deadline=None)
+@given(_SETTLED_FIELDS, st.booleans())
+def test_idempotence_settled_answers_as_is_settled(fields: dict[str, Any], transactional: bool) -> None:
+    assert kernel is not None
+    tm = TransactionManager("t" if transactional else None)
+    for name, value in fields.items():
+        setattr(tm, name, value)
+    assert kernel.idempotence_settled(tm, SETTLED_PARTS) is tm.is_settled()
+
+
+def test_idempotence_settled_calls_an_override_or_a_replacement() -> None:
+    assert kernel is not None
+
+    class Never(IdempotenceManager):
+        def is_settled(self) -> bool:
+            return False
+
+    settled = IdempotenceManager()
+    settled.set_producer_id_and_epoch(7, 0)
+    assert settled.is_settled() and kernel.idempotence_settled(settled, SETTLED_PARTS)
+    never = Never()
+    never.set_producer_id_and_epoch(7, 0)
+    assert not kernel.idempotence_settled(never, SETTLED_PARTS)
+    settled.is_settled = lambda: False  # type: ignore[method-assign]  # replaced on the instance
+    assert not kernel.idempotence_settled(settled, SETTLED_PARTS)
+    with pytest.raises(TypeError):
+        kernel.idempotence_settled(settled, (1, 2))
+
+
+@pytest.mark.parametrize("replaced", [False, True])
+def test_the_metadata_step_forgets_idle_topics_as_the_reference(replaced: bool) -> None:
+    """The round's metadata step (ProducerMetadata.retain_topics_and_fetch_snapshot's work in the kernel, or the method
+    replaced on the instance, called): a topic idle past metadata.max.idle.ms forgotten at the same iteration."""
+    seen: list[list[Any]] = []
+    for compiled in (True, False):
+        h = Harness()
+        if not compiled:
+            vars(h.sender).pop("run_once")
+        calls: list[int] = []
+        if replaced:
+            retain = h.metadata.retain_topics_and_fetch_snapshot
+
+            def counted(now_ms: int) -> Any:
+                calls.append(now_ms)
+                return retain(now_ms)
+
+            h.metadata.retain_topics_and_fetch_snapshot = counted  # type: ignore[method-assign]
+        h.metadata.metadata_idle_ms = 100
+        h.metadata.add("idle-topic", h.time.hi_res_clock_ms())
+        steps = []
+        for tick in (10, 60, 50, 1, 200):
+            h.time.sleep(tick)
+            h.run_once()
+            steps.append((h.metadata.contains_topic("idle-topic"), h.metadata.contains_topic(TOPIC)))
+        seen.append([steps, len(calls)])
+    assert seen[0] == seen[1]
+    assert seen[0][0][0] == (True, True) and seen[0][0][-1] == (False, True)  # (TOPIC: its own idle time)
+    assert seen[0][1] == (5 if replaced else 0)

@@ -287,38 +287,54 @@ static int sr_instance_has(PyObject *obj, PyObject *name)
  * the metadata's method (its class's, not replaced on the instance), what it does: retain_topics(now) once now has
  * reached the retain-at time (an int slot), the index when its cluster is the current one, else
  * fetch_metadata_snapshot(); else the method's call. */
+/* Whether obj's method `name` is `reference` (its class's, found along the MRO, not replaced on the instance), the
+ * type last found so remembered in *type and *tag: 1, 0, or -1 with an exception */
+static int sr_is_reference(PyObject *obj, PyObject *name, PyObject *reference, PyTypeObject **type, unsigned int *tag)
+{
+    PyTypeObject *t = Py_TYPE(obj);
+    if (*type != t || !type_tag_current(t, *tag)) {
+        if (!type_tag_valid(t) || mro_lookup(t, name) != reference)
+            return 0;
+        *type = t;
+        *tag = t->tp_version_tag;
+    }
+    int replaced = sr_instance_has(obj, name);
+    return replaced < 0 ? -1 : !replaced;
+}
+
+/* The attribute names given (str: n of them from given[0]) interned into names[] (their caches started anew when a
+ * name changes): 0, or -1 with an exception */
+static int sr_names_from(PyObject *const *given, PyObject **names, slot_cache *caches, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (names[i] != NULL && (names[i] == given[i] || PyUnicode_Compare(names[i], given[i]) == 0))
+            continue;
+        if (PyErr_Occurred())
+            return -1;
+        PyObject *name = Py_NewRef(given[i]);
+        PyUnicode_InternInPlace(&name);
+        Py_XSETREF(names[i], name);
+        caches[i].type = NULL;
+    }
+    return 0;
+}
+
 static PyObject *sr_snapshot(PyObject *metadata, PyObject *now, int64_t now_ms, PyObject *parts)
 {
     static PyObject *names[2];            /* the two attributes' names, interned */
     static slot_cache caches[2];
     static PyTypeObject *reference_type;  /* the type last found to have the reference method, and its tag */
     static unsigned int reference_tag;
-    PyTypeObject *t = Py_TYPE(metadata);
-    int reference = reference_type == t && type_tag_current(t, reference_tag);
-    if (!reference && type_tag_valid(t) && mro_lookup(t, srattr[SR_RETAIN]) == PyTuple_GET_ITEM(parts, 0)) {
-        reference_type = t;
-        reference_tag = t->tp_version_tag;
-        reference = 1;
-    }
-    if (reference && (reference = sr_instance_has(metadata, srattr[SR_RETAIN])) >= 0)
-        reference = !reference;
+    int reference = sr_is_reference(metadata, srattr[SR_RETAIN], PyTuple_GET_ITEM(parts, 0), &reference_type,
+                                    &reference_tag);
     if (reference < 0)
         return NULL;
     if (!reference) {
         PyObject *margs[2] = {metadata, now};
         return PyObject_VectorcallMethod(srattr[SR_RETAIN], margs, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     }
-    for (int i = 0; i < 2; i++) {
-        PyObject *given = PyTuple_GET_ITEM(parts, 1 + i);
-        if (names[i] == NULL || (names[i] != given && PyUnicode_Compare(names[i], given) != 0)) {
-            if (PyErr_Occurred())
-                return NULL;
-            PyObject *name = Py_NewRef(given);
-            PyUnicode_InternInPlace(&name);
-            Py_XSETREF(names[i], name);
-            caches[i].type = NULL;
-        }
-    }
+    if (sr_names_from(&PyTuple_GET_ITEM(parts, 1), names, caches, 2) < 0)
+        return NULL;
     int64_t retain_at;
     int rc = get_int_attr(metadata, names[1], &caches[1], &retain_at);
     if (rc < 0)
@@ -630,27 +646,123 @@ done:
     return out;
 }
 
+enum { SI_IS_SETTLED, SI_TIME, SI_HI_RES_CLOCK_MS, SI_SENDER_SEND_ROUND, SI_POLL, SI_COUNT };
+static const char *const si_names_[SI_COUNT] = {"is_settled", "time", "hi_res_clock_ms", "sender_send_round", "poll"};
+static PyObject *siattr[SI_COUNT];
+static slot_cache sicache[SI_COUNT];
+static slot_cache si_wakeup_cache;
+static PyObject *si_million;
+
+/* 0, or -1 with an exception */
+static int si_names(void)
+{
+    for (int i = 0; i < SI_COUNT; i++)
+        if (siattr[i] == NULL && (siattr[i] = PyUnicode_InternFromString(si_names_[i])) == NULL)
+            return -1;
+    if (si_million == NULL && (si_million = PyLong_FromLong(1000000)) == NULL)
+        return -1;
+    return 0;
+}
+
+/* ---- idempotence_settled: IdempotenceManager.is_settled without its frame -------------------------------------- */
+
+enum { SETTLED_NAMES = 7 };
+
+/* tm.is_settled() (parts: SETTLED_PARTS, (the reference method, the seven attribute names, READY, the producer id
+ * that is not valid)): 1, 0, or -1 with an exception. The reference's expression read at the slots when is_settled
+ * is the reference method, else its call. */
+static int settled_check(PyObject *tm, PyObject *parts)
+{
+    static PyObject *names[SETTLED_NAMES], *producer_id_name;
+    static slot_cache caches[SETTLED_NAMES], producer_id_cache;
+    static PyTypeObject *reference_type;
+    static unsigned int reference_tag;
+    if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) != 4 || !PyTuple_Check(PyTuple_GET_ITEM(parts, 1))
+        || PyTuple_GET_SIZE(PyTuple_GET_ITEM(parts, 1)) != SETTLED_NAMES) {
+        PyErr_SetString(PyExc_TypeError, "idempotence_settled: the parts are not SETTLED_PARTS");
+        return -1;
+    }
+    PyObject *given = PyTuple_GET_ITEM(parts, 1);
+    for (int i = 0; i < SETTLED_NAMES; i++)
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(given, i))) {
+            PyErr_SetString(PyExc_TypeError, "idempotence_settled: an attribute name is not a str");
+            return -1;
+        }
+    if (send_round_init() < 0 || si_names() < 0
+        || sr_names_from(&PyTuple_GET_ITEM(given, 0), names, caches, SETTLED_NAMES) < 0)
+        return -1;
+    if (producer_id_name == NULL && (producer_id_name = PyUnicode_InternFromString("producer_id")) == NULL)
+        return -1;
+    PyObject *is_settled_name = siattr[SI_IS_SETTLED];
+    int reference = sr_is_reference(tm, is_settled_name, PyTuple_GET_ITEM(parts, 0), &reference_type, &reference_tag);
+    if (reference <= 0) {
+        if (reference < 0)
+            return -1;
+        PyObject *call[1] = {tm};
+        return take_truth(PyObject_VectorcallMethod(is_settled_name, call, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL));
+    }
+    /* state is READY and transactional_id is None and not unresolved and not the two flags and not in flight */
+    PyObject *v = cached_get(tm, names[0], &caches[0]);
+    if (v == NULL)
+        return -1;
+    int settled = v == PyTuple_GET_ITEM(parts, 2);
+    Py_DECREF(v);
+    if (settled) {
+        if ((v = cached_get(tm, names[1], &caches[1])) == NULL)
+            return -1;
+        settled = v == Py_None;
+        Py_DECREF(v);
+    }
+    for (int i = 2; i < 6 && settled > 0; i++) {
+        int truth = take_truth(cached_get(tm, names[i], &caches[i]));
+        settled = truth < 0 ? -1 : !truth;
+    }
+    if (settled <= 0)
+        return settled;
+    /* and the producer id and epoch's is_valid(): its producer_id != NO_PRODUCER_ID */
+    PyObject *pid_epoch = cached_get(tm, names[6], &caches[6]);
+    if (pid_epoch == NULL)
+        return -1;
+    PyObject *pid = cached_get(pid_epoch, producer_id_name, &producer_id_cache);
+    Py_DECREF(pid_epoch);
+    if (pid == NULL)
+        return -1;
+    settled = PyObject_RichCompareBool(pid, PyTuple_GET_ITEM(parts, 3), Py_NE);
+    Py_DECREF(pid);
+    return settled;
+}
+
+PyDoc_STRVAR(idempotence_settled_doc,
+"idempotence_settled(manager, parts) -> bool\n\n"
+"Reference: manager.is_settled() (IdempotenceManager.is_settled), ``parts`` its SETTLED_PARTS: the reference's\n"
+"expression read at the manager's slots when is_settled is the reference method, else its call.");
+
+static PyObject *k_idempotence_settled(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "idempotence_settled(manager, parts)");
+        return NULL;
+    }
+    int settled = settled_check(args[0], args[1]);
+    return settled < 0 ? NULL : Py_NewRef(settled ? Py_True : Py_False);
+}
+
 /* ---- SenderIteration: Sender.run_once in one call -------------------------------------------------------------------
- * SenderIteration(sender, setup, reference, unsettled, wakeup_attribute, system_time, monotonic_ns): ``run_once()``
- * is Sender.run_once (``reference``, called for the Sender as it is when _native.kernel is None) without its frame:
- * the wake-up flag (the Sender's ``wakeup_attribute``) cleared; a transaction manager not settled (its is_settled())
+ * SenderIteration(sender, setup, reference, unsettled, wakeup_attribute, system_time, monotonic_ns, settled_parts):
+ * ``run_once()`` is Sender.run_once (``reference``, called for the Sender as it is when _native.kernel is None) without
+ * its frame: the wake-up flag (the Sender's ``wakeup_attribute``) cleared; a transaction manager not settled (its
+ * is_settled() as idempotence_settled(tm, settled_parts) answers it)
  * through unsettled(sender, tm) (Sender.run_unsettled), which ends the iteration when it returns True; the time
  * (monotonic_ns() // 10**6 for a time of exactly the system_time type, else time.hi_res_clock_ms()); the round
  * (sender_send_round(sender, setup, now): the kernel's own function called as C, another kernel's by name); the
  * client's poll(timeout, now). ``sender`` is held by a weak reference (the Sender holds the bound run_once as an
  * instance attribute: no cycle). */
 
-enum { SI_IS_SETTLED, SI_TIME, SI_HI_RES_CLOCK_MS, SI_SENDER_SEND_ROUND, SI_POLL, SI_COUNT };
-static const char *const si_names[SI_COUNT] = {"is_settled", "time", "hi_res_clock_ms", "sender_send_round", "poll"};
-static PyObject *siattr[SI_COUNT];
-static slot_cache sicache[SI_COUNT];
-static slot_cache si_wakeup_cache;
-static PyObject *si_million;
 
 typedef struct {
     PyObject_HEAD
     PyObject *sender; /* weakref */
-    PyObject *setup, *reference, *unsettled, *wakeup_attribute, *system_time, *monotonic_ns;
+    PyObject *setup, *reference, *unsettled, *wakeup_attribute, *system_time, *monotonic_ns, *settled_parts;
 } SenderIterationObject;
 
 /* the time in ms as the reference reads it (new reference), NULL with an exception */
@@ -728,9 +840,7 @@ static PyObject *si_run_once(PyObject *op, PyObject *const *args, size_t nargsf,
         || (tm = sr_get(sender, SR_TM)) == NULL)
         goto done;
     if (tm != Py_None) {
-        PyObject *call[1] = {tm};
-        int settled = take_truth(PyObject_VectorcallMethod(siattr[SI_IS_SETTLED], call,
-                                                           1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL));
+        int settled = settled_check(tm, self->settled_parts);
         if (settled < 0)
             goto done;
         if (!settled) {
@@ -755,12 +865,12 @@ done:
 
 static PyObject *si_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *sender, *setup, *reference, *unsettled, *wakeup_attribute, *system_time, *monotonic_ns;
+    PyObject *sender, *setup, *reference, *unsettled, *wakeup_attribute, *system_time, *monotonic_ns, *settled_parts;
     static char *kwlist[] = {"sender", "setup", "reference", "unsettled", "wakeup_attribute", "system_time",
-                             "monotonic_ns", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OOUO!O:SenderIteration", kwlist, &sender, &PyTuple_Type, &setup,
+                             "monotonic_ns", "settled_parts", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OOUO!OO!:SenderIteration", kwlist, &sender, &PyTuple_Type, &setup,
                                      &reference, &unsettled, &wakeup_attribute, &PyType_Type, &system_time,
-                                     &monotonic_ns))
+                                     &monotonic_ns, &PyTuple_Type, &settled_parts))
         return NULL;
     if (PyTuple_GET_SIZE(setup) != 5 || !PyTuple_Check(PyTuple_GET_ITEM(setup, 3))
         || PyTuple_GET_SIZE(PyTuple_GET_ITEM(setup, 3)) != 4) {
@@ -769,10 +879,7 @@ static PyObject *si_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     if (send_round_init() < 0)
         return NULL;
-    for (int i = 0; i < SI_COUNT; i++)
-        if (siattr[i] == NULL && (siattr[i] = PyUnicode_InternFromString(si_names[i])) == NULL)
-            return NULL;
-    if (si_million == NULL && (si_million = PyLong_FromLong(1000000)) == NULL)
+    if (si_names() < 0)
         return NULL;
     PyObject *weak = PyWeakref_NewRef(sender, NULL);
     if (weak == NULL)
@@ -792,10 +899,12 @@ static PyObject *si_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->wakeup_attribute = name;
     self->system_time = Py_NewRef(system_time);
     self->monotonic_ns = Py_NewRef(monotonic_ns);
+    self->settled_parts = Py_NewRef(settled_parts);
     return (PyObject *)self;
 }
 
-#define SI_FIELDS(X) X(sender) X(setup) X(reference) X(unsettled) X(wakeup_attribute) X(system_time) X(monotonic_ns)
+#define SI_FIELDS(X) X(sender) X(setup) X(reference) X(unsettled) X(wakeup_attribute) X(system_time) X(monotonic_ns) \
+    X(settled_parts)
 
 static int si_traverse(SenderIterationObject *self, visitproc visit, void *arg)
 {
@@ -833,7 +942,7 @@ static PyTypeObject SenderIterationType = {
     .tp_dealloc = (destructor)si_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = PyDoc_STR("SenderIteration(sender, setup, reference, unsettled, wakeup_attribute, system_time, "
-                        "monotonic_ns): Sender.run_once in one call (reference: Sender.run_once)"),
+                        "monotonic_ns, settled_parts): Sender.run_once in one call (reference: Sender.run_once)"),
     .tp_traverse = (traverseproc)si_traverse,
     .tp_clear = (inquiry)si_clear,
     .tp_methods = si_methods,
