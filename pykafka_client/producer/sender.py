@@ -45,6 +45,7 @@ from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.request_encoding import register_compiled_codecs
 from pykafka_client.network.transport.selector import Selector
 from pykafka_client.producer.future_record_metadata import BatchOutcome
+from pykafka_client.producer.idempotence_manager import SETTLED_PARTS
 from pykafka_client.producer.producer_batch import FinalState, ProducerBatch
 from pykafka_client.producer.producer_metadata import (
     CLUSTER_ATTRIBUTE,
@@ -53,7 +54,6 @@ from pykafka_client.producer.producer_metadata import (
     ProducerMetadata,
 )
 from pykafka_client.producer.record_accumulator import AccumulatorMetadata, RecordAccumulator
-from pykafka_client.producer.idempotence_manager import SETTLED_PARTS
 from pykafka_client.producer.transaction_manager import TransactionManager
 from pykafka_client.protocol.messages import (
     InitProducerIdRequest,

@@ -141,11 +141,9 @@ def test_the_system_clock_is_read_as_the_reference_reads_it() -> None:
 
 def test_an_unsettled_manager_s_spent_iteration_ends_it() -> None:
     h = Harness(idempotent=True, with_producer_id=False)
-    calls: list[str] = []
-    h.client.poll = lambda timeout_ms, now_ms: calls.append("poll") or []  # type: ignore[method-assign,func-returns-value]
-    h.sender.send_producer_data_reference = lambda *a: calls.append("round") or 0  # type: ignore[method-assign]
-    h.sender.run_once()  # InitProducerId sent (and polled): nothing else in this iteration
-    assert "round" not in calls and calls.count("poll") == 1
+    h.append(TopicPartition(TOPIC, 0), b"x")
+    h.sender.run_once()  # InitProducerId sent (and polled): no round in this iteration, the batch stays queued
+    assert h.produce_requests() == [] and h.client.has_in_flight_request()
     assert h.tm is not None and not h.tm.is_settled()
 
 
@@ -201,6 +199,14 @@ def test_idempotence_settled_calls_an_override_or_a_replacement() -> None:
         kernel.idempotence_settled(settled, (1, 2))
 
 
+def _counted(retain: Any, calls: list[int]) -> Any:
+    def counted(now_ms: int) -> Any:
+        calls.append(now_ms)
+        return retain(now_ms)
+
+    return counted
+
+
 @pytest.mark.parametrize("replaced", [False, True])
 def test_the_metadata_step_forgets_idle_topics_as_the_reference(replaced: bool) -> None:
     """The round's metadata step (ProducerMetadata.retain_topics_and_fetch_snapshot's work in the kernel, or the method
@@ -212,13 +218,9 @@ def test_the_metadata_step_forgets_idle_topics_as_the_reference(replaced: bool) 
             vars(h.sender).pop("run_once")
         calls: list[int] = []
         if replaced:
-            retain = h.metadata.retain_topics_and_fetch_snapshot
-
-            def counted(now_ms: int) -> Any:
-                calls.append(now_ms)
-                return retain(now_ms)
-
-            h.metadata.retain_topics_and_fetch_snapshot = counted  # type: ignore[method-assign]
+            h.metadata.retain_topics_and_fetch_snapshot = _counted(  # type: ignore[method-assign]
+                h.metadata.retain_topics_and_fetch_snapshot, calls
+            )
         h.metadata.metadata_idle_ms = 100
         h.metadata.add("idle-topic", h.time.hi_res_clock_ms())
         steps = []
