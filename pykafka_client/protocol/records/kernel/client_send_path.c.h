@@ -92,7 +92,7 @@ static int csp_names(void)
 
 static inline PyObject *csp_get(PyObject *obj, int a)
 {
-    return cached_get(obj, csp_attr[a], &csp_cache[a]);
+    return cached_get_read_only(obj, csp_attr[a], &csp_cache[a]); /* (the path only reads through its caches) */
 }
 
 /* The client (new reference), or NULL with ReferenceError once it is gone */

@@ -723,7 +723,7 @@ static int settled_check(PyObject *tm, PyObject *parts)
     PyObject *pid_epoch = cached_get(tm, names[6], &caches[6]);
     if (pid_epoch == NULL)
         return -1;
-    PyObject *pid = cached_get(pid_epoch, producer_id_name, &producer_id_cache);
+    PyObject *pid = cached_get_read_only(pid_epoch, producer_id_name, &producer_id_cache); /* (a frozen dataclass) */
     Py_DECREF(pid_epoch);
     if (pid == NULL)
         return -1;

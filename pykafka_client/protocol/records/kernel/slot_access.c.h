@@ -69,7 +69,37 @@ static PyObject *mro_lookup(PyTypeObject *t, PyObject *name)
     return NULL;
 }
 
+static Py_ssize_t slot_offset_lookup_for(PyObject *obj, PyObject *name, slot_cache *c, int read_only);
+
 static Py_ssize_t slot_offset_lookup(PyObject *obj, PyObject *name, slot_cache *c)
+{
+    return slot_offset_lookup_for(obj, name, c, 0);
+}
+
+/* The offset of obj's object slot `name` for reading only (a call site that never writes through its cache): also a
+ * read-only slot or one of a class whose __setattr__ is its own (a frozen dataclass's: Node, ProducerIdAndEpoch), whose
+ * reads are the slot's all the same; or -1. */
+static inline __attribute__((always_inline)) Py_ssize_t read_offset(PyObject *obj, PyObject *name, slot_cache *c)
+{
+    PyTypeObject *t = Py_TYPE(obj);
+    if (c->type == t && type_tag_current(t, c->tag))
+        return c->offset;
+    return slot_offset_lookup_for(obj, name, c, 1);
+}
+
+/* obj.name (new reference, NULL with an exception) as cached_get, for a call site that only reads (read_offset) */
+static inline __attribute__((always_inline)) PyObject *cached_get_read_only(PyObject *obj, PyObject *name, slot_cache *c)
+{
+    Py_ssize_t off = read_offset(obj, name, c);
+    if (off >= 0) {
+        PyObject *v = *(PyObject **)((char *)obj + off);
+        if (v != NULL)
+            return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(obj, name);
+}
+
+static Py_ssize_t slot_offset_lookup_for(PyObject *obj, PyObject *name, slot_cache *c, int read_only)
 {
     PyTypeObject *t = Py_TYPE(obj);
     c->type = NULL;
@@ -82,9 +112,9 @@ static Py_ssize_t slot_offset_lookup(PyObject *obj, PyObject *name, slot_cache *
         Py_XDECREF(probe);
     }
     PyObject *d = mro_lookup(t, name);
-    if (t->tp_getattro == PyObject_GenericGetAttr && t->tp_setattro == PyObject_GenericSetAttr && d != NULL &&
-        Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
-        !(((PyMemberDescrObject *)d)->d_member->flags & READONLY))
+    if (t->tp_getattro == PyObject_GenericGetAttr && (read_only || t->tp_setattro == PyObject_GenericSetAttr) &&
+        d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
+        (read_only || !(((PyMemberDescrObject *)d)->d_member->flags & READONLY)))
         offset = ((PyMemberDescrObject *)d)->d_member->offset;
     if (type_tag_valid(t)) {
         c->type = t;
