@@ -27,6 +27,7 @@ import bisect
 import logging
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from pykafka_client.errors import (
     ClusterAuthorizationFailedError,
@@ -495,6 +496,17 @@ class IdempotenceManager:
             return None
         return self._partitions, self.lock
 
+    def drain_parts(self) -> tuple[Any, ...] | None:
+        """What :meth:`prepare_for_drain` reads and changes while it is this class's method (else None: a subclass's
+        override is called): the partition entries, the unresolved sequences, :attr:`lock`, the attributes (slots) of
+        the producer id and epoch and of the state, the states without a valid producer id, NO_PRODUCER_ID, NO_SEQUENCE
+        and INT_MAX. Read once, when the Sender is built: the kernel's ``DrainStamp`` then does that method's common case
+        itself, under the lock (a replacement on the instance is called instead)."""
+        if type(self).prepare_for_drain is not _REFERENCE_PREPARE_FOR_DRAIN:
+            return None
+        return (self._partitions, self._unresolved, self.lock, PID_EPOCH_ATTRIBUTE, STATE_ATTRIBUTE, _WITHOUT_VALID_ID,
+                NO_PRODUCER_ID, NO_SEQUENCE, INT_MAX)
+
     def handle_failed_batch(self, batch: ProducerBatch, exc: BaseException, adjust_sequence_numbers: bool) -> None:
         with self.lock:
             self.maybe_transition_to_error_state(exc)
@@ -598,6 +610,11 @@ SETTLED_PARTS = (
     NO_PRODUCER_ID,
 )
 
+
+#: The attribute (a slot) that holds a manager's producer id and epoch (``drain_parts``).
+PID_EPOCH_ATTRIBUTE = "_pid_epoch"
+#: the reference method :meth:`IdempotenceManager.drain_parts` compares with
+_REFERENCE_PREPARE_FOR_DRAIN = IdempotenceManager.prepare_for_drain
 
 #: the reference method :meth:`IdempotenceManager.sequence_parts` compares with (as defined: one replaced on the class
 #: later is not it)

@@ -45,7 +45,7 @@ from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.request_encoding import register_compiled_codecs
 from pykafka_client.network.transport.selector import Selector
 from pykafka_client.producer.future_record_metadata import BatchOutcome
-from pykafka_client.producer.idempotence_manager import SETTLED_PARTS
+from pykafka_client.producer.idempotence_manager import SETTLED_PARTS, IdempotenceManager
 from pykafka_client.producer.producer_batch import FinalState, ProducerBatch
 from pykafka_client.producer.producer_metadata import (
     CLUSTER_ATTRIBUTE,
@@ -62,6 +62,7 @@ from pykafka_client.protocol.messages import (
     ProduceResponse,
 )
 from pykafka_client.protocol.records import _native
+from pykafka_client.protocol.records._native import Kernel
 from pykafka_client.protocol.records.crc import crc32c
 from pykafka_client.structs import Node, TopicPartition
 from pykafka_client.utils.time import SystemTime, Time
@@ -284,6 +285,7 @@ class Sender:
             accumulator.round_state(), MetadataSnapshot, crc32c, (_native, partial, _handle_produce_response_reference,
                                                                   _SUCCEEDED),
             (ProducerMetadata.retain_topics_and_fetch_snapshot, CLUSTER_ATTRIBUTE, RETAIN_AT_ATTRIBUTE),
+            self._drain_stamp(loaded, transaction_manager),
         )
         #: the kernel's ``SenderCompletion`` (with the kernel, else None): the state the kernel's completion of a produce
         #: response works with, decided here once: this Sender's in-flight batches, whether order is guaranteed, and what
@@ -301,6 +303,17 @@ class Sender:
                 self, self._round_setup, Sender.run_once, Sender.run_unsettled, WAKEUP_PENDING_ATTRIBUTE, SystemTime,
                 _time.monotonic_ns, SETTLED_PARTS,
             ).run_once
+
+    @staticmethod
+    def _drain_stamp(loaded: Kernel, tm: TransactionManager | None) -> object | None:
+        """The kernel's ``DrainStamp`` of the transaction manager (its ``prepare_for_drain``'s common case without its
+        frames, the round's ``prepare`` while the instance does not replace that method), or None: no manager, or one
+        whose ``prepare_for_drain`` is not the reference."""
+        parts = None if tm is None else tm.drain_parts()
+        if parts is None:
+            return None
+        stamp: object = loaded.DrainStamp(tm, IdempotenceManager.prepare_for_drain, parts)
+        return stamp
 
     # --- thread loop ---------------------------------------------------------------------------------
 

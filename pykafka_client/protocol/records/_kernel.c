@@ -348,7 +348,17 @@ PyMODINIT_FUNC PyInit__kernel(void)
         Py_DECREF(m);
         return NULL;
     }
-    /* sender_send_round.c.h's type */
+    /* sender_send_round.c.h's types */
+    if (PyType_Ready(&DrainStampType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&DrainStampType);
+    if (PyModule_AddObject(m, "DrainStamp", (PyObject *)&DrainStampType) < 0) {
+        Py_DECREF(&DrainStampType);
+        Py_DECREF(m);
+        return NULL;
+    }
     if (PyType_Ready(&SenderIterationType) < 0) {
         Py_DECREF(m);
         return NULL;

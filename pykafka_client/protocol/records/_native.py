@@ -308,6 +308,9 @@ class Kernel(Protocol):
     #: settled_parts)``: a Sender's ``run_once`` in one call (reference: ``producer.sender.Sender.run_once``), its bound
     #: ``run_once`` the Sender's
     SenderIteration: Callable[..., Any]
+    #: ``DrainStamp(manager, reference, parts)``: (batch, tp) -> ``IdempotenceManager.prepare_for_drain``, its common case
+    #: in one call (``parts``: the manager's ``drain_parts()``)
+    DrainStamp: Callable[..., Any]
     # client_poll.c.h
     #: ``ClientPollPath(client, poll_reference, complete_reference, receives_reference, clock_ns, decoders, ...)``: a
     #: NetworkClient's poll state (reference: ``network.client_poll_state.ClientPollState``) whose ``poll`` is the

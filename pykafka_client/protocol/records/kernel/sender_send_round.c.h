@@ -241,7 +241,8 @@ static int send_round_request(PyObject *sender, PyObject *client, PyObject *metr
     if (callback == NULL)
         goto done;
     /* the transactional id is a field from v3 (the first version of magic v2 batches) */
-    if ((body_tid = sr_get(body, SR_TID)) == NULL)
+    static slot_cache body_tid_cache; /* (the body's, not the transaction manager's: a call site of its own) */
+    if ((body_tid = cached_get(body, srattr[SR_TID], &body_tid_cache)) == NULL)
         goto done;
     {
         PyObject *args[8] = {client, node_str, body, now, acks_value != 0 ? Py_True : Py_False, timeout, callback,
@@ -388,6 +389,255 @@ static int send_round_replaced(PyObject *acc)
     return found;
 }
 
+/* ---- DrainStamp: IdempotenceManager.prepare_for_drain's common case without its frames ------------------------------
+ * DrainStamp(manager, reference, parts): called (batch, tp) by the drain (accumulator_drain's ``prepare``), it is
+ * reference(manager, batch, tp) (IdempotenceManager.prepare_for_drain), whose common case it does itself under the
+ * manager's lock: a manager that is not transactional, a batch without a sequence, a partition with its entry on the
+ * current producer id and epoch and no unresolved sequence, a sequence that does not wrap, and the batch to go last in
+ * flight: False for no valid producer id (or a state without one) and for an unresolved partition; else the batch
+ * stamped (producer id, epoch, the partition's next sequence, not transactional), the sequence moved on by its record
+ * count and the batch tracked in flight (appended unless there), True. Anything else is the reference's, called
+ * under the lock (an RLock: it takes it again), nothing changed before. ``parts`` is the manager's drain_parts():
+ * (partition entries, unresolved sequences, lock, the producer id and epoch's attribute, the state's attribute, the
+ * states without a valid id, NO_PRODUCER_ID, NO_SEQUENCE, INT_MAX). */
+
+enum { DS_TRANSACTIONAL_ID, DS_PRODUCER_ID, DS_EPOCH, DS_BASE_SEQUENCE, DS_PENDING, DS_PRODUCER_ID_AND_EPOCH,
+       DS_NEXT_SEQUENCE, DS_IN_FLIGHT, DS_PRODUCER_EPOCH, DS_IS_TRANSACTIONAL, DS_ACQUIRE, DS_RELEASE, DS_COUNT };
+static const char *const ds_names[DS_COUNT] = {
+    "transactional_id", "producer_id", "epoch", "base_sequence", "pending", "producer_id_and_epoch", "next_sequence",
+    "in_flight", "producer_epoch", "is_transactional", "acquire", "release",
+};
+static PyObject *dsattr[DS_COUNT];
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *manager, *reference, *partitions, *unresolved, *lock, *pid_epoch_name, *state_name, *without_valid_id;
+    int64_t no_producer_id, no_sequence, int_max;
+    /* the call sites' caches (each reads one type: the manager, a ProducerIdAndEpoch, a batch, an entry) */
+    slot_cache c_tid, c_pid_epoch, c_state, c_pid, c_epoch, c_base, c_pending, c_entry_pid_epoch, c_next, c_in_flight,
+        c_last_base, c_set_pid, c_set_epoch, c_set_base, c_set_txn, c_set_next;
+} DrainStampObject;
+
+/* The common case: 1 (True), 0 (False), 2 (the reference's), or -1 with an exception. Under the lock. */
+static int ds_common(DrainStampObject *self, PyObject *batch, PyObject *tp)
+{
+    PyObject *v = cached_get(self->manager, dsattr[DS_TRANSACTIONAL_ID], &self->c_tid);
+    if (v == NULL)
+        return -1;
+    int transactional = v != Py_None;
+    Py_DECREF(v);
+    if (transactional)
+        return 2;
+    int rc = -1;
+    int64_t pid, epoch, base, seq;
+    PyObject *pid_epoch = cached_get(self->manager, self->pid_epoch_name, &self->c_pid_epoch), *state = NULL;
+    PyObject *entry = NULL, *in_flight = NULL;
+    if (pid_epoch == NULL)
+        return -1;
+    if ((rc = get_int_attr(pid_epoch, dsattr[DS_PRODUCER_ID], &self->c_pid, &pid)) != 0
+        || (rc = get_int_attr(pid_epoch, dsattr[DS_EPOCH], &self->c_epoch, &epoch)) != 0) {
+        rc = rc < 0 ? -1 : 2;
+        goto done;
+    }
+    if ((state = cached_get(self->manager, self->state_name, &self->c_state)) == NULL)
+        goto done;
+    int invalid = pid == self->no_producer_id ? 1 : PySequence_Contains(self->without_valid_id, state);
+    if (invalid != 0) {
+        rc = invalid < 0 ? -1 : 0;
+        goto done;
+    }
+    if ((rc = get_int_attr(batch, dsattr[DS_BASE_SEQUENCE], &self->c_base, &base)) != 0 || base != self->no_sequence) {
+        rc = rc < 0 ? -1 : 2;
+        goto done;
+    }
+    int unresolved = PyDict_CheckExact(self->unresolved) ? PyDict_Contains(self->unresolved, tp) : -2;
+    if (unresolved != 0) {
+        rc = unresolved == 1 ? 0 : unresolved == -1 ? -1 : 2;
+        goto done;
+    }
+    entry = PyDict_CheckExact(self->partitions) ? PyDict_GetItemWithError(self->partitions, tp) : NULL;
+    if (entry == NULL) {
+        rc = PyErr_Occurred() ? -1 : 2;
+        goto done;
+    }
+    Py_INCREF(entry);
+    PyObject *of_entry = cached_get(entry, dsattr[DS_PRODUCER_ID_AND_EPOCH], &self->c_entry_pid_epoch);
+    if (of_entry == NULL)
+        goto done;
+    Py_DECREF(of_entry); /* (compared by identity only) */
+    if (of_entry != pid_epoch || (rc = get_int_attr(entry, dsattr[DS_NEXT_SEQUENCE], &self->c_next, &seq)) != 0) {
+        rc = rc < 0 ? -1 : 2;
+        goto done;
+    }
+    PyObject *pending = cached_get(batch, dsattr[DS_PENDING], &self->c_pending);
+    Py_ssize_t count = pending == NULL ? -1 : PyObject_Size(pending);
+    Py_XDECREF(pending);
+    if (count < 0)
+        goto done;
+    if (seq > self->int_max - (int64_t)count) { /* (the sequence wraps: increment_sequence, the reference's) */
+        rc = 2;
+        goto done;
+    }
+    /* add_in_flight's common case: the batch goes last (nothing in flight, or the last's base sequence <= seq) */
+    if ((in_flight = cached_get(entry, dsattr[DS_IN_FLIGHT], &self->c_in_flight)) == NULL)
+        goto done;
+    if (!PyList_CheckExact(in_flight)) {
+        rc = 2;
+        goto done;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(in_flight);
+    if (n > 0) {
+        int64_t last;
+        if ((rc = get_int_attr(PyList_GET_ITEM(in_flight, n - 1), dsattr[DS_BASE_SEQUENCE], &self->c_last_base,
+                               &last)) != 0 || last > seq) {
+            rc = rc < 0 ? -1 : 2;
+            goto done;
+        }
+    }
+    int tracked = n > 0 ? PySequence_Contains(in_flight, batch) : 0;
+    if (tracked < 0) {
+        rc = -1;
+        goto done;
+    }
+    /* the stamp: batch.producer_id, producer_epoch, base_sequence, is_transactional; the entry's next sequence */
+    PyObject *values[5] = {PyLong_FromLongLong(pid), PyLong_FromLongLong(epoch), PyLong_FromLongLong(seq),
+                           PyLong_FromLongLong(seq + count), NULL};
+    rc = values[0] == NULL || values[1] == NULL || values[2] == NULL || values[3] == NULL
+         || cached_set(batch, dsattr[DS_PRODUCER_ID], &self->c_set_pid, values[0]) < 0
+         || cached_set(batch, dsattr[DS_PRODUCER_EPOCH], &self->c_set_epoch, values[1]) < 0
+         || cached_set(batch, dsattr[DS_BASE_SEQUENCE], &self->c_set_base, values[2]) < 0
+         || cached_set(batch, dsattr[DS_IS_TRANSACTIONAL], &self->c_set_txn, Py_False) < 0
+         || cached_set(entry, dsattr[DS_NEXT_SEQUENCE], &self->c_set_next, values[3]) < 0
+         || (!tracked && PyList_Append(in_flight, batch) < 0) ? -1 : 1;
+    for (int i = 0; i < 4; i++)
+        Py_XDECREF(values[i]);
+done:
+    Py_DECREF(pid_epoch);
+    Py_XDECREF(state);
+    Py_XDECREF(entry);
+    Py_XDECREF(in_flight);
+    return rc;
+}
+
+static PyObject *ds_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    DrainStampObject *self = (DrainStampObject *)op;
+    if (PyVectorcall_NARGS(nargsf) != 2 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "prepare_for_drain(batch, tp)");
+        return NULL;
+    }
+    PyObject *got = PyObject_CallMethodNoArgs(self->lock, dsattr[DS_ACQUIRE]);
+    if (got == NULL)
+        return NULL;
+    Py_DECREF(got);
+    int rc = ds_common(self, args[0], args[1]);
+    PyObject *out;
+    if (rc == 2) { /* the reference (it takes the lock again: an RLock) */
+        PyObject *call[3] = {self->manager, args[0], args[1]};
+        out = PyObject_Vectorcall(self->reference, call, 3, NULL);
+    }
+    else
+        out = rc < 0 ? NULL : Py_NewRef(rc ? Py_True : Py_False);
+    /* the lock released whatever happened (the exception kept across the call) */
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *released = PyObject_CallMethodNoArgs(self->lock, dsattr[DS_RELEASE]);
+    if (released == NULL) {
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(tb);
+        Py_XDECREF(out);
+        return NULL;
+    }
+    Py_DECREF(released);
+    PyErr_Restore(et, ev, tb);
+    return out;
+}
+
+static PyObject *ds_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *manager, *reference, *parts;
+    static char *kwlist[] = {"manager", "reference", "parts", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!:DrainStamp", kwlist, &manager, &reference, &PyTuple_Type, &parts))
+        return NULL;
+    int64_t ints[3];
+    if (PyTuple_GET_SIZE(parts) != 9 || !PyUnicode_Check(PyTuple_GET_ITEM(parts, 3))
+        || !PyUnicode_Check(PyTuple_GET_ITEM(parts, 4))) {
+        PyErr_SetString(PyExc_TypeError, "DrainStamp: the parts are not an IdempotenceManager's drain_parts()");
+        return NULL;
+    }
+    for (int i = 0; i < 3; i++)
+        if (take_int(Py_NewRef(PyTuple_GET_ITEM(parts, 6 + i)), &ints[i]) != 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "DrainStamp: NO_PRODUCER_ID, NO_SEQUENCE and INT_MAX are ints");
+            return NULL;
+        }
+    for (int i = 0; i < DS_COUNT; i++)
+        if (dsattr[i] == NULL && (dsattr[i] = PyUnicode_InternFromString(ds_names[i])) == NULL)
+            return NULL;
+    DrainStampObject *self = (DrainStampObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = ds_call;
+    self->manager = Py_NewRef(manager);
+    self->reference = Py_NewRef(reference);
+    self->partitions = Py_NewRef(PyTuple_GET_ITEM(parts, 0));
+    self->unresolved = Py_NewRef(PyTuple_GET_ITEM(parts, 1));
+    self->lock = Py_NewRef(PyTuple_GET_ITEM(parts, 2));
+    PyObject *names[2] = {Py_NewRef(PyTuple_GET_ITEM(parts, 3)), Py_NewRef(PyTuple_GET_ITEM(parts, 4))};
+    PyUnicode_InternInPlace(&names[0]);
+    PyUnicode_InternInPlace(&names[1]);
+    self->pid_epoch_name = names[0];
+    self->state_name = names[1];
+    self->without_valid_id = Py_NewRef(PyTuple_GET_ITEM(parts, 5));
+    self->no_producer_id = ints[0];
+    self->no_sequence = ints[1];
+    self->int_max = ints[2];
+    return (PyObject *)self;
+}
+
+#define DS_FIELDS(X) X(manager) X(reference) X(partitions) X(unresolved) X(lock) X(pid_epoch_name) X(state_name) \
+    X(without_valid_id)
+
+static int ds_traverse(DrainStampObject *self, visitproc visit, void *arg)
+{
+#define DS_VISIT(f) Py_VISIT(self->f);
+    DS_FIELDS(DS_VISIT)
+#undef DS_VISIT
+    return 0;
+}
+
+static int ds_clear(DrainStampObject *self)
+{
+#define DS_CLEAR(f) Py_CLEAR(self->f);
+    DS_FIELDS(DS_CLEAR)
+#undef DS_CLEAR
+    return 0;
+}
+
+static void ds_dealloc(DrainStampObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    ds_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject DrainStampType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pykafka_client.protocol.records._kernel.DrainStamp",
+    .tp_basicsize = sizeof(DrainStampObject),
+    .tp_dealloc = (destructor)ds_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = PyDoc_STR("DrainStamp(manager, reference, parts): (batch, tp) -> IdempotenceManager.prepare_for_drain "
+                        "(reference), its common case without its frames"),
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(DrainStampObject, vectorcall),
+    .tp_traverse = (traverseproc)ds_traverse,
+    .tp_clear = (inquiry)ds_clear,
+    .tp_new = ds_new,
+};
+
 PyDoc_STRVAR(sender_send_round_doc,
 "sender_send_round(sender, setup, now_ms) -> poll timeout\n\n"
 "Sender.send_producer_data compiled: the metadata step (retain_topics_and_fetch_snapshot), then what\n"
@@ -409,7 +659,7 @@ static PyObject *k_sender_send_round(PyObject *self, PyObject *const *args, Py_s
     int64_t now_ms;
     if (send_round_init() < 0 || round_arg_int(now, &now_ms) < 0)
         return NULL;
-    if (!PyTuple_Check(setup) || PyTuple_GET_SIZE(setup) != 5 || !PyTuple_Check(PyTuple_GET_ITEM(setup, 0)) ||
+    if (!PyTuple_Check(setup) || PyTuple_GET_SIZE(setup) != 6 || !PyTuple_Check(PyTuple_GET_ITEM(setup, 0)) ||
         PyTuple_GET_SIZE(PyTuple_GET_ITEM(setup, 0)) != 6 || !PyType_Check(PyTuple_GET_ITEM(setup, 1)) ||
         !PyTuple_Check(PyTuple_GET_ITEM(setup, 3)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(setup, 3)) != 4 ||
         !PyTuple_Check(PyTuple_GET_ITEM(setup, 4)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(setup, 4)) != 3 ||
@@ -515,8 +765,18 @@ static PyObject *k_sender_send_round(PyObject *self, PyObject *const *args, Py_s
         goto done;
     if (tm == Py_None)
         prepare = Py_NewRef(Py_None);
-    else if ((prepare = PyObject_GetAttr(tm, srattr[SR_PREPARE])) == NULL)
-        goto done;
+    else {
+        /* the setup's DrainStamp (prepare_for_drain's common case in C) unless the instance replaces the method */
+        PyObject *stamp = PyTuple_GET_ITEM(setup, 5);
+        int replaced = Py_IS_TYPE(stamp, &DrainStampType) && ((DrainStampObject *)stamp)->manager == tm
+                       ? sr_instance_has(tm, srattr[SR_PREPARE]) : 1;
+        if (replaced < 0)
+            goto done;
+        if (!replaced)
+            prepare = Py_NewRef(stamp);
+        else if ((prepare = PyObject_GetAttr(tm, srattr[SR_PREPARE])) == NULL)
+            goto done;
+    }
     {
         PyObject *dargs[9] = {topics, snapshot, ready_list, max_size, now, drain_index, muted, prepare, should_backoff};
         drained = k_accumulator_drain(NULL, dargs, 9);
@@ -872,7 +1132,7 @@ static PyObject *si_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
                                      &reference, &unsettled, &wakeup_attribute, &PyType_Type, &system_time,
                                      &monotonic_ns, &PyTuple_Type, &settled_parts))
         return NULL;
-    if (PyTuple_GET_SIZE(setup) != 5 || !PyTuple_Check(PyTuple_GET_ITEM(setup, 3))
+    if (PyTuple_GET_SIZE(setup) != 6 || !PyTuple_Check(PyTuple_GET_ITEM(setup, 3))
         || PyTuple_GET_SIZE(PyTuple_GET_ITEM(setup, 3)) != 4) {
         PyErr_SetString(PyExc_TypeError, "SenderIteration: the setup is not the Sender's");
         return NULL;
@@ -948,3 +1208,4 @@ static PyTypeObject SenderIterationType = {
     .tp_methods = si_methods,
     .tp_new = si_new,
 };
+
