@@ -16,7 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pykafka_client.network.transport.selectable import NetworkSend
@@ -178,6 +178,10 @@ _BUFFER_SIZE = st.sampled_from([None, 4, 16, 64, 4096])
 
 
 @settings(max_examples=300, deadline=None)
+@example(  # more whole frames in the receive buffer than a poll takes: the channel's id into buffered
+    ops=[("frames", 0, [10] * 20, False), ("poll", 0), ("poll", 0), ("poll", 0)], handoff=False, buffer_size=4096,
+    idle=True,
+)
 @given(_OPS, st.booleans(), _BUFFER_SIZE, st.booleans())
 def test_the_compiled_selector_poll_does_what_the_reference_does(
     ops: list[tuple[Any, ...]], handoff: bool, buffer_size: int | None, idle: bool
