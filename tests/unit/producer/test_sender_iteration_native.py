@@ -28,6 +28,7 @@ from pykafka_client.producer.transaction_state import State
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import SystemTime
+from tests.doubles.responses import metadata_response
 from tests.unit.producer.helpers import native_switched
 from tests.unit.producer.sender_harness import TOPIC, Harness
 
@@ -142,8 +143,16 @@ def test_the_system_clock_is_read_as_the_reference_reads_it() -> None:
 def test_an_unsettled_manager_s_spent_iteration_ends_it() -> None:
     h = Harness(idempotent=True, with_producer_id=False)
     h.append(TopicPartition(TOPIC, 0), b"x")
+    polls: list[int] = []
+    poll = h.client.poll
+
+    def counted(timeout_ms: int, now_ms: int) -> Any:
+        polls.append(timeout_ms)
+        return poll(timeout_ms, now_ms)
+
+    h.client.poll = counted  # type: ignore[method-assign]
     h.sender.run_once()  # InitProducerId sent (and polled): no round in this iteration, the batch stays queued
-    assert h.produce_requests() == [] and h.client.has_in_flight_request()
+    assert h.produce_requests() == [] and h.client.has_in_flight_request() and len(polls) == 1
     assert h.tm is not None and not h.tm.is_settled()
 
 
@@ -224,13 +233,17 @@ def test_the_metadata_step_forgets_idle_topics_as_the_reference(replaced: bool) 
             )
         h.metadata.metadata_idle_ms = 100
         h.metadata.add("idle-topic", h.time.hi_res_clock_ms())
+        stale = h.metadata.index  # (an index of an older cluster: the step builds the current one)
+        h.metadata.update(0, metadata_response(h.brokers, {TOPIC: 2}), False, h.time.hi_res_clock_ms())
+        h.metadata.index = stale
         steps = []
         for tick in (10, 60, 30, 1, 200):  # (at 100 the idle topic's expiry exactly)
             h.time.sleep(tick)
             with native_switched(compiled):  # (the reference: the Python round, retain_topics_and_fetch_snapshot)
                 h.run_once()
-            steps.append((h.metadata.contains_topic("idle-topic"), h.metadata.contains_topic(TOPIC)))
+            steps.append((h.metadata.contains_topic("idle-topic"), h.metadata.contains_topic(TOPIC),
+                          h.metadata.index is stale))
         seen.append([steps, len(calls)])
     assert seen[0] == seen[1]
-    assert seen[0][0][0] == (True, True) and seen[0][0][-1] == (False, True)  # (TOPIC: its own idle time)
+    assert seen[0][0][0] == (True, True, False) and seen[0][0][-1] == (False, True, False)  # (TOPIC: its own idle time)
     assert seen[0][1] == (5 if replaced else 0)
