@@ -108,6 +108,26 @@ static PyObject *cpl_call_reference(PyObject *reference, PyObject *instance, PyO
     return r;
 }
 
+/* The exception being raised taken (normalized, its traceback on it) and handed to handler(*lead, error): the
+ * handler's result (new reference), NULL with its exception. (A poll's OSError, a callback's error, a channel's.) */
+static PyObject *cpl_hand_error(PyObject *handler, PyObject *const *lead, Py_ssize_t nlead)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL && value != NULL)
+        PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    PyObject *call[3] = {NULL, NULL, NULL};
+    for (Py_ssize_t i = 0; i < nlead && i < 2; i++)
+        call[i] = lead[i];
+    call[nlead < 2 ? nlead : 2] = value != NULL ? value : Py_None;
+    PyObject *r = PyObject_Vectorcall(handler, call, (size_t)(nlead < 2 ? nlead : 2) + 1, NULL);
+    Py_XDECREF(value);
+    return r;
+}
+
 static int cpp_int(PyObject *v, int64_t *out)
 {
     if (compact_int(v, out))
@@ -223,15 +243,7 @@ static PyObject *cpp_select(ClientPollPathObject *self, PyObject *selector, int6
     Py_DECREF(t);
     if (results != NULL || !PyErr_ExceptionMatches(PyExc_OSError))
         return results;
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (tb != NULL && value != NULL)
-        PyException_SetTraceback(value, tb);
-    Py_XDECREF(type);
-    Py_XDECREF(tb);
-    PyObject *r = PyObject_CallOneArg(self->report_poll_error, value != NULL ? value : Py_None);
-    Py_XDECREF(value);
+    PyObject *r = cpl_hand_error(self->report_poll_error, NULL, 0);
     if (r == NULL)
         return NULL;
     Py_DECREF(r);
@@ -378,15 +390,7 @@ static int cpp_callbacks(ClientPollPathObject *self, PyObject *responses)
         }
         if (!PyErr_ExceptionMatches(PyExc_Exception))
             return -1;
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        PyErr_NormalizeException(&type, &value, &tb);
-        if (tb != NULL && value != NULL)
-            PyException_SetTraceback(value, tb);
-        Py_XDECREF(type);
-        Py_XDECREF(tb);
-        r = PyObject_CallOneArg(self->report_callback_error, value != NULL ? value : Py_None);
-        Py_XDECREF(value);
+        r = cpl_hand_error(self->report_callback_error, NULL, 0);
         if (r == NULL)
             return -1;
         Py_DECREF(r);
@@ -913,16 +917,8 @@ static int spl_read_event(SelectorPollObject *self, PyObject *selector, PyObject
     if (spl_read(self, selector, channel, cid, reader, recv_into) == 0)
         rc = 1;
     else if (PyErr_ExceptionMatches(PyExc_Exception)) { /* the reference's except clauses */
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        PyErr_NormalizeException(&type, &value, &tb);
-        if (tb != NULL && value != NULL)
-            PyException_SetTraceback(value, tb);
-        Py_XDECREF(type);
-        Py_XDECREF(tb);
-        PyObject *call[3] = {selector, channel, value != NULL ? value : Py_None};
-        PyObject *r = PyObject_Vectorcall(self->channel_failed, call, 3, NULL);
-        Py_XDECREF(value);
+        PyObject *lead[2] = {selector, channel};
+        PyObject *r = cpl_hand_error(self->channel_failed, lead, 2);
         if (r != NULL) {
             Py_DECREF(r);
             rc = 1;
