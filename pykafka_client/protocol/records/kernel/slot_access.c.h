@@ -87,17 +87,6 @@ static inline __attribute__((always_inline)) Py_ssize_t read_offset(PyObject *ob
     return slot_offset_lookup_for(obj, name, c, 1);
 }
 
-/* obj.name (new reference, NULL with an exception) as cached_get, for a call site that only reads (read_offset) */
-static inline __attribute__((always_inline)) PyObject *cached_get_read_only(PyObject *obj, PyObject *name, slot_cache *c)
-{
-    Py_ssize_t off = read_offset(obj, name, c);
-    if (off >= 0) {
-        PyObject *v = *(PyObject **)((char *)obj + off);
-        if (v != NULL)
-            return Py_NewRef(v);
-    }
-    return PyObject_GetAttr(obj, name);
-}
 
 static Py_ssize_t slot_offset_lookup_for(PyObject *obj, PyObject *name, slot_cache *c, int read_only)
 {
@@ -126,15 +115,26 @@ static Py_ssize_t slot_offset_lookup_for(PyObject *obj, PyObject *name, slot_cac
 
 /* obj.name (new reference, NULL with an exception), by offset when the cache allows. Always inline: a send
  * makes some twenty of these reads, each a few loads once inlined and a call's frame and spills otherwise. */
-static inline __attribute__((always_inline)) PyObject *cached_get(PyObject *obj, PyObject *name, slot_cache *c)
+/* obj's slot at off (a new reference) when off >= 0 and the slot is set, else obj.name read by name */
+static inline __attribute__((always_inline)) PyObject *get_at(PyObject *obj, PyObject *name, Py_ssize_t off)
 {
-    Py_ssize_t off = slot_offset(obj, name, c);
     if (off >= 0) {
         PyObject *v = *(PyObject **)((char *)obj + off);
         if (v != NULL)
             return Py_NewRef(v);
     }
     return PyObject_GetAttr(obj, name);
+}
+
+static inline __attribute__((always_inline)) PyObject *cached_get(PyObject *obj, PyObject *name, slot_cache *c)
+{
+    return get_at(obj, name, slot_offset(obj, name, c));
+}
+
+/* obj.name (new reference, NULL with an exception) as cached_get, for a call site that only reads (read_offset) */
+static inline __attribute__((always_inline)) PyObject *cached_get_read_only(PyObject *obj, PyObject *name, slot_cache *c)
+{
+    return get_at(obj, name, read_offset(obj, name, c));
 }
 
 /* obj.name borrowed when its slot holds it (*owned then NULL), else read by name: the new reference is returned and
