@@ -113,8 +113,6 @@ static Py_ssize_t slot_offset_lookup_for(PyObject *obj, PyObject *name, slot_cac
     return offset;
 }
 
-/* obj.name (new reference, NULL with an exception), by offset when the cache allows. Always inline: a send
- * makes some twenty of these reads, each a few loads once inlined and a call's frame and spills otherwise. */
 /* obj's slot at off (a new reference) when off >= 0 and the slot is set, else obj.name read by name */
 static inline __attribute__((always_inline)) PyObject *get_at(PyObject *obj, PyObject *name, Py_ssize_t off)
 {
@@ -126,6 +124,8 @@ static inline __attribute__((always_inline)) PyObject *get_at(PyObject *obj, PyO
     return PyObject_GetAttr(obj, name);
 }
 
+/* obj.name (new reference, NULL with an exception), by offset when the cache allows. Always inline: a send
+ * makes some twenty of these reads, each a few loads once inlined and a call's frame and spills otherwise. */
 static inline __attribute__((always_inline)) PyObject *cached_get(PyObject *obj, PyObject *name, slot_cache *c)
 {
     return get_at(obj, name, slot_offset(obj, name, c));
