@@ -177,8 +177,8 @@ def _apply(w: World, op: tuple[Any, ...]) -> Any:
         if not client.ready(node, now):
             return "not ready"
         # (two body types by turns: their API keys in the frames' headers)
-        body: Any = HeartbeatRequest("g" * op[3], 1, "m") if op[3] % 3 else ListGroupsRequest()
-        request = client.new_client_request(node.id_string, body, now, op[4], op[3], None,
+        either: Any = HeartbeatRequest("g" * op[3], 1, "m") if op[3] % 3 else ListGroupsRequest()
+        request = client.new_client_request(node.id_string, either, now, op[4], op[3], None,
                                             oldest_allowed_version=None if op[3] % 2 else 0)
         return (request.correlation_id, request.request_timeout_ms, request.client_id, client.send(request, now))
     if kind == "poll":
