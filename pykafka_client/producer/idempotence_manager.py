@@ -27,6 +27,7 @@ import bisect
 import logging
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from pykafka_client.errors import (
     ClusterAuthorizationFailedError,
@@ -123,9 +124,13 @@ class IdempotenceManager:
     """Idempotent-producer bookkeeping shared by the accumulator (drain) and the Sender (responses): the
     state and its transitions, the producer id and epoch, the per-partition sequences and in-flight batches."""
 
-    #: the state in a slot: read once per record by the kernel's send path (STATE_ATTRIBUTE; the rest of the
-    #: manager's state is in the instance dict)
-    __slots__ = ("__dict__", "__weakref__", "_state")
+    #: the state in a slot: read once per record by the kernel's send path (STATE_ATTRIBUTE); and what is_settled()
+    #: reads, read by the kernel's Sender iteration each iteration (SETTLED_PARTS); the rest of the manager's state is
+    #: in the instance dict
+    __slots__ = (
+        "__dict__", "__weakref__", "_state", "transactional_id", "_unresolved", "_epoch_bump_required",
+        "_pid_reset_required", "init_producer_id_in_flight", "_pid_epoch",
+    )
 
     def __init__(
         self,
@@ -491,6 +496,17 @@ class IdempotenceManager:
             return None
         return self._partitions, self.lock
 
+    def drain_parts(self) -> tuple[Any, ...] | None:
+        """What :meth:`prepare_for_drain` reads and changes while it is this class's method (else None: a subclass's
+        override is called): the partition entries, the unresolved sequences, :attr:`lock`, the attributes (slots) of
+        the producer id and epoch and of the state, the states without a valid producer id, NO_PRODUCER_ID, NO_SEQUENCE
+        and INT_MAX. Read once, when the Sender is built: the kernel's ``DrainStamp`` then does that method's common case
+        itself, under the lock (a replacement on the instance is called instead)."""
+        if type(self).prepare_for_drain is not _REFERENCE_PREPARE_FOR_DRAIN:
+            return None
+        return (self._partitions, self._unresolved, self.lock, PID_EPOCH_ATTRIBUTE, STATE_ATTRIBUTE, _WITHOUT_VALID_ID,
+                NO_PRODUCER_ID, NO_SEQUENCE, INT_MAX)
+
     def handle_failed_batch(self, batch: ProducerBatch, exc: BaseException, adjust_sequence_numbers: bool) -> None:
         with self.lock:
             self.maybe_transition_to_error_state(exc)
@@ -581,6 +597,24 @@ class IdempotenceManager:
 #: (``SendRecord``'s ``fatal_check = (manager, STATE_ATTRIBUTE, State.FATAL_ERROR)``).
 STATE_ATTRIBUTE = "_state"
 
+#: What the kernel's ``idempotence_settled(manager, SETTLED_PARTS)`` (the Sender's iteration) answers
+#: :meth:`IdempotenceManager.is_settled` with, when that is the manager's method: the reference method, the attributes
+#: is_settled reads (slots, in its order: the state, the transactional id, the unresolved sequences, the epoch bump and
+#: producer id reset flags, the InitProducerId in flight, the producer id and epoch), READY, and the producer id that
+#: is not valid.
+SETTLED_PARTS = (
+    IdempotenceManager.is_settled,
+    ("_state", "transactional_id", "_unresolved", "_epoch_bump_required", "_pid_reset_required",
+     "init_producer_id_in_flight", "_pid_epoch"),
+    State.READY,
+    NO_PRODUCER_ID,
+)
+
+
+#: The attribute (a slot) that holds a manager's producer id and epoch (``drain_parts``).
+PID_EPOCH_ATTRIBUTE = "_pid_epoch"
+#: the reference method :meth:`IdempotenceManager.drain_parts` compares with
+_REFERENCE_PREPARE_FOR_DRAIN = IdempotenceManager.prepare_for_drain
 
 #: the reference method :meth:`IdempotenceManager.sequence_parts` compares with (as defined: one replaced on the class
 #: later is not it)

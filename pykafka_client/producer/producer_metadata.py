@@ -81,6 +81,10 @@ class MetadataSnapshot:
 #: current cluster there, without fetch()'s Python frame, once per record (``SendRecord``'s
 #: ``cluster_at = (metadata, CLUSTER_ATTRIBUTE)``).
 CLUSTER_ATTRIBUTE = "_cluster"
+#: The attribute (a ProducerMetadata slot) that holds the time before which no topic expires (``retain_topics`` has
+#: nothing to do): the kernel's Sender round reads it there, with ``CLUSTER_ATTRIBUTE`` and ``index``, to do what
+#: :meth:`ProducerMetadata.retain_topics_and_fetch_snapshot` does without its frame (``Sender``'s round setup).
+RETAIN_AT_ATTRIBUTE = "_retain_at_ms"
 
 
 class ProducerMetadata(Metadata):

@@ -22,6 +22,7 @@ DUPLICATE_SEQUENCE_NUMBER counts as success; anything else fails the batch, per 
 from __future__ import annotations
 
 import logging
+import time as _time
 from collections.abc import Callable
 from concurrent.futures._base import FINISHED
 from dataclasses import dataclass, field, fields
@@ -44,8 +45,14 @@ from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.request_encoding import register_compiled_codecs
 from pykafka_client.network.transport.selector import Selector
 from pykafka_client.producer.future_record_metadata import BatchOutcome
+from pykafka_client.producer.idempotence_manager import SETTLED_PARTS, IdempotenceManager
 from pykafka_client.producer.producer_batch import FinalState, ProducerBatch
-from pykafka_client.producer.producer_metadata import MetadataSnapshot, ProducerMetadata
+from pykafka_client.producer.producer_metadata import (
+    CLUSTER_ATTRIBUTE,
+    RETAIN_AT_ATTRIBUTE,
+    MetadataSnapshot,
+    ProducerMetadata,
+)
 from pykafka_client.producer.record_accumulator import AccumulatorMetadata, RecordAccumulator
 from pykafka_client.producer.transaction_manager import TransactionManager
 from pykafka_client.protocol.messages import (
@@ -55,9 +62,10 @@ from pykafka_client.protocol.messages import (
     ProduceResponse,
 )
 from pykafka_client.protocol.records import _native
+from pykafka_client.protocol.records._native import Kernel
 from pykafka_client.protocol.records.crc import crc32c
 from pykafka_client.structs import Node, TopicPartition
-from pykafka_client.utils.time import Time
+from pykafka_client.utils.time import SystemTime, Time
 
 log = logging.getLogger(__name__)
 
@@ -271,10 +279,13 @@ class Sender:
         #: the Sender's life): the accumulator's round state, the snapshot type it runs on (any other metadata's
         #: snapshot goes to :meth:`send_producer_data_reference`), the checksum, and what the completion callback is
         #: made of: ``partial(_native.kernel.handle_produce_response, reference, SUCCEEDED, self, batches)``, the
-        #: kernel as of the send, as :meth:`send_produce_request` makes it
+        #: kernel as of the send, as :meth:`send_produce_request` makes it; and what the metadata step reads when the
+        #: metadata's ``retain_topics_and_fetch_snapshot`` is ProducerMetadata's (its work is then done in the round)
         self._round_setup = None if loaded is None else (
             accumulator.round_state(), MetadataSnapshot, crc32c, (_native, partial, _handle_produce_response_reference,
                                                                   _SUCCEEDED),
+            (ProducerMetadata.retain_topics_and_fetch_snapshot, CLUSTER_ATTRIBUTE, RETAIN_AT_ATTRIBUTE),
+            self._drain_stamp(loaded, transaction_manager),
         )
         #: the kernel's ``SenderCompletion`` (with the kernel, else None): the state the kernel's completion of a produce
         #: response works with, decided here once: this Sender's in-flight batches, whether order is guaranteed, and what
@@ -285,6 +296,24 @@ class Sender:
             self.in_flight_batches, guarantee_message_order, transaction_manager is not None,
             accumulator.release_parts(), None if transaction_manager is None else transaction_manager.sequence_parts(),
         )
+        # with the kernel, run_once is the kernel's SenderIteration's (an instance attribute; it holds this Sender weakly:
+        # no cycle): the class's run_once, its reference, without the frame, for a Sender that does not override it
+        if loaded is not None and self._round_setup is not None and type(self).run_once is Sender.run_once:
+            self.run_once = loaded.SenderIteration(  # type: ignore[method-assign]
+                self, self._round_setup, Sender.run_once, Sender.run_unsettled, WAKEUP_PENDING_ATTRIBUTE, SystemTime,
+                _time.monotonic_ns, SETTLED_PARTS,
+            ).run_once
+
+    @staticmethod
+    def _drain_stamp(loaded: Kernel, tm: TransactionManager | None) -> object | None:
+        """The kernel's ``DrainStamp`` of the transaction manager (its ``prepare_for_drain``'s common case without its
+        frames, the round's ``prepare`` while the instance does not replace that method), or None: no manager, or one
+        whose ``prepare_for_drain`` is not the reference."""
+        parts = None if tm is None else tm.drain_parts()
+        if parts is None:
+            return None
+        stamp: object = loaded.DrainStamp(tm, IdempotenceManager.prepare_for_drain, parts)
+        return stamp
 
     # --- thread loop ---------------------------------------------------------------------------------
 
@@ -409,24 +438,13 @@ class Sender:
     # --- one iteration -------------------------------------------------------------------------------
 
     def run_once(self) -> None:
+        """One iteration of the I/O loop. With the kernel it is the kernel's ``SenderIteration.run_once`` (an instance
+        attribute set by ``__init__``), which does what this does without the frame."""
         self._wakeup_pending = False
         tm = self.transaction_manager
         # an idempotent producer with its producer id and nothing to repair (the common case): one call
-        if tm is not None and not tm.is_settled():
-            tm.maybe_resolve_sequences()
-            if tm.has_fatal_error():
-                err = tm.fail_pending()
-                if self.accumulator.has_incomplete():
-                    self.accumulator.abort_incomplete_batches(err, self._forget)
-                self.client.poll(self.retry_backoff_ms, self.time.hi_res_clock_ms())
-                return
-            if tm.is_transactional():
-                if self._maybe_send_and_poll_transactional_request(tm):
-                    return
-            else:
-                tm.bump_idempotent_epoch_and_reset_id_if_needed()
-                if self._maybe_send_and_poll_init_producer_id():
-                    return
+        if tm is not None and not tm.is_settled() and self.run_unsettled(tm):
+            return
         now = self.time.hi_res_clock_ms()
         kernel = _native.kernel  # send_producer_data, without its frame
         self.client.poll(
@@ -434,6 +452,22 @@ class Sender:
             else kernel.sender_send_round(self, self._round_setup, now),
             now,
         )
+
+    def run_unsettled(self, tm: TransactionManager) -> bool:
+        """:meth:`run_once`'s step for a transaction manager that is not settled (its ``is_settled()`` False): the
+        sequences resolved, a fatal error's failing of what is pending, the transactional request or the
+        InitProducerId to send. True if that spent the iteration (nothing else to do in it)."""
+        tm.maybe_resolve_sequences()
+        if tm.has_fatal_error():
+            err = tm.fail_pending()
+            if self.accumulator.has_incomplete():
+                self.accumulator.abort_incomplete_batches(err, self._forget)
+            self.client.poll(self.retry_backoff_ms, self.time.hi_res_clock_ms())
+            return True
+        if tm.is_transactional():
+            return self._maybe_send_and_poll_transactional_request(tm)
+        tm.bump_idempotent_epoch_and_reset_id_if_needed()
+        return self._maybe_send_and_poll_init_producer_id()
 
     # --- transactional requests ----------------------------------------------------------------------
 

@@ -120,8 +120,12 @@ class KafkaChannel:
     """A connection: transport + authenticator + framing + mute state. Not thread-safe (owned by
     one Selector)."""
 
-    #: what the kernel's send of a request reads and writes of its channel, in slots (at their offsets)
-    __slots__ = ("__dict__", "__weakref__", "id", "state", "bytes_sent", "send_writer", "plain_sendmsg")
+    #: what the kernel's send of a request and its client selector's read of a frame (SelectorPoll) read and write of
+    #: its channel, in slots (at their offsets)
+    __slots__ = (
+        "__dict__", "__weakref__", "id", "state", "bytes_sent", "send_writer", "plain_sendmsg", "connecting", "mute_state",
+        "bytes_received", "buffered_reader", "plain_recv_into",
+    )
 
     def __init__(
         self,
@@ -143,7 +147,8 @@ class KafkaChannel:
         self.bytes_sent = 0
         self.bytes_received = 0
         self._reader = FrameReader(channel_id, max_receive_size)
-        self._buffered_reader: BufferedFrameReader | None = None
+        #: (read-only) the receive buffer's reader once :meth:`use_buffered_reads` made one (a client's channel), else None
+        self.buffered_reader: BufferedFrameReader | None = None
         #: the next frame when all of it was read ahead, with no socket read (its frame reader's
         #: ``take_buffered_frame``, called without a frame of the channel's: a broker reads one a request)
         self.take_buffered_frame: Callable[[], NetworkReceive | Literal[False] | None] = self._reader.take_buffered_frame
@@ -156,7 +161,8 @@ class KafkaChannel:
         plain = transport.socket if type(transport) is PlaintextTransportLayer else None
         #: (read-only) the plaintext socket's ``sendmsg``, None for any other transport: what the common send writes with
         self.plain_sendmsg = plain.sendmsg if plain is not None else None
-        self._plain_recv_into = plain.recv_into if plain is not None else None
+        #: (read-only) the plaintext socket's ``recv_into``, None for any other transport: what the common read reads with
+        self.plain_recv_into = plain.recv_into if plain is not None else None
         if not connecting and self._handshakes_done():
             self.state = ChannelState.READY
 
@@ -213,8 +219,8 @@ class KafkaChannel:
 
     def close(self) -> None:
         self._reader.close()
-        if self._buffered_reader is not None:
-            self._buffered_reader.close()
+        if self.buffered_reader is not None:
+            self.buffered_reader.close()
         self.transport.close()
 
     # --- interest --------------------------------------------------------------------------------
@@ -339,25 +345,25 @@ class KafkaChannel:
     def has_bytes_buffered(self) -> bool:
         """Bytes read from the socket that a read hands out without the socket becoming readable: TLS's
         buffered plaintext, whole frames left in the receive buffer, or a broker reader's bytes read ahead."""
-        buffered = self._buffered_reader
+        buffered = self.buffered_reader
         if buffered is None:  # (a broker's reader may have read ahead of its frame: asked first, the usual yes)
             return self._reader.has_bytes_ahead() or self.transport.has_bytes_buffered()
         return self.transport.has_bytes_buffered() or buffered.has_buffered_frame()
 
     def partial_receive_pending(self) -> bool:
-        buffered = self._buffered_reader
+        buffered = self.buffered_reader
         return buffered.bytes_pending() if buffered is not None else self._reader.bytes_pending()
 
     def use_frame_reader(self, reader: FrameReader) -> None:
         """Read frames with ``reader`` (the broker's pooled reader) from now on; before any byte is read."""
         self._reader = reader
-        self._buffered_reader = None
+        self.buffered_reader = None
         self.take_buffered_frame = reader.take_buffered_frame
 
     def use_buffered_reads(self, buffer_size: int = DEFAULT_READ_BUFFER_SIZE) -> None:
         """Read frames through a receive buffer (:class:`BufferedFrameReader`, the client's channels) from now
         on; before any byte is read."""
-        self._buffered_reader = BufferedFrameReader(self.id, self._reader.max_size, buffer_size)
+        self.buffered_reader = BufferedFrameReader(self.id, self._reader.max_size, buffer_size)
         self.take_buffered_frame = _nothing_read_ahead
 
     def waiting_for_memory(self) -> bool:
@@ -371,11 +377,11 @@ class KafkaChannel:
     def read_frames(self, max_receives: int, max_bytes: int) -> tuple[list[NetworkReceive], int, bool]:
         """:meth:`read`, and :meth:`has_bytes_buffered` after it, in one step (the Selector asks both once per read).
         Returns the frames, the bytes read and whether bytes are buffered now."""
-        buffered = self._buffered_reader
+        buffered = self.buffered_reader
         if buffered is None:
             receives, n = self.read(max_receives, max_bytes)
             return receives, n, self.has_bytes_buffered()
-        recv_into = self._plain_recv_into
+        recv_into = self.plain_recv_into
         kernel = _native.kernel
         if recv_into is not None and kernel is not None and type(buffered) is BufferedFrameReader:
             # the reader's read_frames with the socket's recv_into in one compiled call (the same reads, frames, state
@@ -400,9 +406,9 @@ class KafkaChannel:
 
         Raises :class:`PeerClosedError` at end of stream (a partly read frame is dropped) and
         :class:`~pykafka_client.errors.InvalidReceiveError` for a bad frame size."""
-        buffered = self._buffered_reader
+        buffered = self.buffered_reader
         if buffered is not None:
-            frames, n, ended = buffered.read_frames(self.transport, max_receives, max_bytes, self._plain_recv_into)
+            frames, n, ended = buffered.read_frames(self.transport, max_receives, max_bytes, self.plain_recv_into)
             self.bytes_received += n
             if ended:
                 raise PeerClosedError(f"connection {self.id} closed by the peer")

@@ -47,7 +47,13 @@ from pykafka_client.network.transport.channel_builder import (
 )
 from pykafka_client.network.transport.idle_expiry import IdleExpiryManager
 from pykafka_client.network.transport.memory_pool import MemoryPool, PooledFrameReader, ReadAheadFrameReader
-from pykafka_client.network.transport.network_receive import DEFAULT_MAX_RECEIVE_SIZE
+from pykafka_client.network.transport.network_receive import (
+    DEFAULT_MAX_RECEIVE_SIZE,
+    EMPTY_PAYLOAD,
+    BufferedFrameReader,
+    check_receive_size,
+    new_receive,
+)
 from pykafka_client.network.transport.network_send import MAX_IOV
 from pykafka_client.network.transport.selectable import (
     POLL_COMPLETED_RECEIVES,
@@ -533,21 +539,31 @@ class Selector:
         does, with no Python frame of its own on the common case (no pending disconnects, no channel muted since the
         last poll, none muted for memory, none with bytes buffered, a blocking poll; each channel's event through
         ``_poll_channel``, the reference's). None without the kernel, for a selector that is not epoll's or skips waits
-        when buffered, or for a subclass that overrides the poll's methods. The path holds this selector weakly."""
+        when buffered, or for a subclass that overrides the poll's methods or :meth:`completed_receives` (the client's
+        compiled poll reads :attr:`polled_receives` itself when its selector has one). The path holds this selector
+        weakly."""
         kernel = _native.kernel
         if (
             kernel is None or not isinstance(self._selector, selectors.EpollSelector) or self._skip_wait_when_buffered
             or type(self).poll is not Selector.poll or type(self)._poll_channel is not Selector._poll_channel
             or type(self)._drain_wakeup is not Selector._drain_wakeup
             or type(self)._maybe_close_oldest_connection is not Selector._maybe_close_oldest_connection
+            or type(self).completed_receives is not Selector.completed_receives
         ):
             return None
         if self._poll_path is None:
+            # a channel's read event compiled too (_poll_channel's common case) for a client's channels: the class's
+            # read, no memory pool
+            read = (
+                KafkaChannel, _READY, _NOT_MUTED, self._max_receives, self._max_read_bytes, BufferedFrameReader,
+                new_receive, check_receive_size, EMPTY_PAYLOAD, PeerClosedError, Selector._channel_failed,
+                self._idle.activity_order() if self._idle is not None else None,
+            ) if self._memory_pool is None and type(self)._channel_failed is Selector._channel_failed else None
             path: SelectorPollApi = kernel.SelectorPoll(
                 self, Selector.poll, self._channels, self._keys, self._pending_disconnects, self._interest_stale,
                 self._memory_muted, self._buffered, self._reauth_at_ms, self.metrics, self._idle, self._now_ns,
                 self._selector, self._selector.fileno(), self._wakeup_r.fileno(), Selector._poll_channel,
-                Selector._drain_wakeup, Selector._maybe_close_oldest_connection, _MAX_SELECT_TIMEOUT_MS,
+                Selector._drain_wakeup, Selector._maybe_close_oldest_connection, _MAX_SELECT_TIMEOUT_MS, read,
             )
             path.handoff = self._handoff
             self._poll_path = path
@@ -898,18 +914,21 @@ class Selector:
                             self.metrics.requests_sent_total += 1
             if interest_may_change:
                 self._update_interest(channel)
-        except PeerClosedError:
+        except Exception as e:
+            self._channel_failed(channel, e)
+
+    def _channel_failed(self, channel: KafkaChannel, error: Exception) -> None:
+        """A channel's event handling raised ``error``: the channel closed (the peer's end of stream, an authentication
+        failure, a bad frame, a socket error, anything else). The kernel's poll (:meth:`compiled_poll`) calls it for
+        its read of a channel."""
+        if isinstance(error, PeerClosedError):
             self._close(channel, DisconnectInfo(channel.state))
-        except _AUTH_ERRORS as e:
+        elif isinstance(error, _AUTH_ERRORS):
             self.metrics.failed_authentication_total += 1
             channel.state = ChannelState.AUTHENTICATION_FAILED
-            self._close(channel, DisconnectInfo(ChannelState.AUTHENTICATION_FAILED, e))
-        except InvalidReceiveError as e:
-            self._close(channel, DisconnectInfo(channel.state, e))
-        except OSError as e:
-            self._close(channel, DisconnectInfo(channel.state, e))
-        except Exception as e:
-            self._close(channel, DisconnectInfo(channel.state, e))
+            self._close(channel, DisconnectInfo(ChannelState.AUTHENTICATION_FAILED, error))
+        else:
+            self._close(channel, DisconnectInfo(channel.state, error))
 
     # --- re-authentication (KIP-368, client side) ---------------------------------------------------
 

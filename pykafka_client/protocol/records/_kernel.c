@@ -170,6 +170,8 @@ static PyMethodDef kernel_methods[] = {
     {"drained_request", (PyCFunction)(void (*)(void))k_drained_request, METH_FASTCALL, drained_request_doc},
     {"tuple_constructor", k_tuple_constructor, METH_VARARGS, tuple_constructor_doc},
     {"read_frames", (PyCFunction)(void (*)(void))k_read_frames, METH_FASTCALL, read_frames_doc},
+    {"idempotence_settled", (PyCFunction)(void (*)(void))k_idempotence_settled, METH_FASTCALL,
+     idempotence_settled_doc},
     {"produce_results_frame", (PyCFunction)(void (*)(void))k_produce_results_frame, METH_FASTCALL,
      produce_results_frame_doc},
     {"any_transactional", k_any_transactional, METH_O, any_transactional_doc},
@@ -353,6 +355,27 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_INCREF(&CompletionType);
     if (PyModule_AddObject(m, "SenderCompletion", (PyObject *)&CompletionType) < 0) {
         Py_DECREF(&CompletionType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* sender_send_round.c.h's types */
+    if (PyType_Ready(&DrainStampType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&DrainStampType);
+    if (PyModule_AddObject(m, "DrainStamp", (PyObject *)&DrainStampType) < 0) {
+        Py_DECREF(&DrainStampType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyType_Ready(&SenderIterationType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&SenderIterationType);
+    if (PyModule_AddObject(m, "SenderIteration", (PyObject *)&SenderIterationType) < 0) {
+        Py_DECREF(&SenderIterationType);
         Py_DECREF(m);
         return NULL;
     }

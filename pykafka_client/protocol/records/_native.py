@@ -269,6 +269,9 @@ class Kernel(Protocol):
     def read_slot(self, obj: object, name: str, /) -> tuple[Any, bool]:
         """Reference: ``getattr(obj, name)``; the bool says whether it was read at the slot's offset."""
     # network.c.h
+    def idempotence_settled(self, manager: Any, parts: Any, /) -> bool:
+        """Reference: ``producer.idempotence_manager.IdempotenceManager.is_settled`` (``parts``: its SETTLED_PARTS)."""
+
     def read_frames(
         self, reader: Any, recv_into: Callable[[memoryview], int], max_receives: int, max_bytes: int,
         new_receive: Callable[..., Any], check_receive_size: Callable[[int, int], None], empty: memoryview, /,
@@ -300,6 +303,14 @@ class Kernel(Protocol):
     #: new_client_request)``: a NetworkClient's send-side state (reference: ``network.client_send_state.ClientSendState``)
     #: whose ``ready``, ``new_client_request`` and ``send`` are the client's (``NetworkClient._new_send_state``)
     ClientSendPath: Callable[..., Any]
+    # sender_send_round.c.h
+    #: ``SenderIteration(sender, setup, reference, unsettled, wakeup_attribute, system_time, monotonic_ns,
+    #: settled_parts)``: a Sender's ``run_once`` in one call (reference: ``producer.sender.Sender.run_once``), its bound
+    #: ``run_once`` the Sender's
+    SenderIteration: Callable[..., Any]
+    #: ``DrainStamp(manager, reference, parts)``: (batch, tp) -> ``IdempotenceManager.prepare_for_drain``, its common case
+    #: in one call (``parts``: the manager's ``drain_parts()``)
+    DrainStamp: Callable[..., Any]
     # client_poll.c.h
     #: ``ClientPollPath(client, poll_reference, complete_reference, receives_reference, clock_ns, decoders, ...)``: a
     #: NetworkClient's poll state (reference: ``network.client_poll_state.ClientPollState``) whose ``poll`` is the

@@ -25,7 +25,7 @@ from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.node_api_versions import NodeApiVersions
 from pykafka_client.network.transport.selector import Selector
 from pykafka_client.protocol.api_keys import ApiKey
-from pykafka_client.protocol.messages import HeartbeatRequest
+from pykafka_client.protocol.messages import HeartbeatRequest, ListGroupsRequest
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import Node
 from pykafka_client.utils.time import MockTime
@@ -176,7 +176,9 @@ def _apply(w: World, op: tuple[Any, ...]) -> Any:
         node, now = _node(op[1]), 1000 + op[2]
         if not client.ready(node, now):
             return "not ready"
-        request = client.new_client_request(node.id_string, HeartbeatRequest("g" * op[3], 1, "m"), now, op[4], op[3], None,
+        # (two body types by turns: their API keys in the frames' headers)
+        either: Any = HeartbeatRequest("g" * op[3], 1, "m") if op[3] % 3 else ListGroupsRequest()
+        request = client.new_client_request(node.id_string, either, now, op[4], op[3], None,
                                             oldest_allowed_version=None if op[3] % 2 else 0)
         return (request.correlation_id, request.request_timeout_ms, request.client_id, client.send(request, now))
     if kind == "poll":

@@ -351,9 +351,9 @@ typedef struct {
 } SendReadinessObject;
 
 /* whether obj.state is `ready`: 1, 0, or -1 with an exception */
-static int sr_state_is(PyObject *obj, PyObject *ready)
+static int sr_state_is(PyObject *obj, PyObject *ready, slot_cache *cache)
 {
-    PyObject *v = cs_get(obj, CS_STATE);
+    PyObject *v = cached_get(obj, cs_attr[CS_STATE], cache);
     if (v == NULL)
         return -1;
     int is = v == ready;
@@ -377,7 +377,8 @@ static PyObject *sr_can_send(SendReadinessObject *self, PyObject *const *args, P
         Py_RETURN_FALSE;
     }
     Py_INCREF(state);
-    int ok = sr_state_is(state, self->connection_ready);
+    static slot_cache node_state_cache; /* (a connection state's, not a channel's: a call site of its own) */
+    int ok = sr_state_is(state, self->connection_ready, &node_state_cache);
     if (ok > 0) {
         int64_t until, now_v;
         if (get_int_attr(state, cs_attr[CS_THROTTLE_UNTIL_TIME_MS], &cs_cache[CS_THROTTLE_UNTIL_TIME_MS], &until) == 0 &&
@@ -403,7 +404,7 @@ static PyObject *sr_can_send(SendReadinessObject *self, PyObject *const *args, P
         Py_RETURN_FALSE;
     }
     Py_INCREF(channel);
-    ok = sr_state_is(channel, self->channel_ready);
+    ok = sr_state_is(channel, self->channel_ready, &cs_cache[CS_STATE]);
     Py_DECREF(channel);
     if (ok <= 0)
         return ok < 0 ? NULL : Py_NewRef(Py_False);

@@ -16,7 +16,9 @@
  * time to that deadline and client.default_request_timeout_ms (at least 0; an OSError reported by
  * report_poll_error(error) and the poll's results all_bits, as the reference), the time read (clock_ns() // 10**6),
  * then what the reference's complete_poll does: when the results ask for no look at the completed sends (the
- * completed_sends_bit clear, or no fire-and-forget request sent), the completed receives through
+ * completed_sends_bit clear, or no fire-and-forget request sent), the completed receives (the selector's
+ * polled_receives when the select is a SelectorPoll's, whose selector's completed_receives() returns them, else
+ * completed_receives()) through
  * client.in_flight_requests.complete_receives(receives, responses, now, decoders, new_client_response) and, for those
  * it leaves, receives_reference(client, receives, responses, now, left) (NetworkClient._handle_completed_receives);
  * the rest (other bits, a handshake or connection to look at, a request that may have timed out, a rebootstrap that
@@ -37,12 +39,13 @@ enum {
     CPP_SEND_STATE, CPP_ACTIVE, CPP_METADATA_UPDATER, CPP_UPDATE_DEADLINE, CPP_NO_UPDATE_BEFORE_MS, CPP_SELECTOR,
     CPP_REAUTHENTICATIONS_SCHEDULED, CPP_DEFAULT_TIMEOUT, CPP_POLL, CPP_COMPLETED_RECEIVES, CPP_IN_FLIGHT_REQUESTS,
     CPP_COMPLETE_RECEIVES, CPP_NO_TIMEOUT_UNTIL_MS, CPP_RECOVERY_STRATEGY, CPP_READY_NODE, CPP_CALLBACK,
-    CPP_COUNT
+    CPP_POLLED_RECEIVES, CPP_COUNT
 };
 static const char *const cpp_attr_names[CPP_COUNT] = {
     "send_state", "active", "metadata_updater", "update_deadline", "no_update_before_ms", "selector",
     "reauthentications_scheduled", "default_request_timeout_ms", "poll", "completed_receives", "in_flight_requests",
     "complete_receives", "no_timeout_until_ms", "metadata_recovery_strategy", "ready_node", "callback",
+    "polled_receives",
 };
 static PyObject *cpp_attr[CPP_COUNT];
 static slot_cache cpp_cache[CPP_COUNT];
@@ -62,6 +65,7 @@ typedef struct {
 } ClientPollPathObject;
 
 static PyTypeObject ClientPollPathType;
+static PyTypeObject SelectorPollType;
 
 /* 0, or -1 with an exception */
 static int cpp_names(void)
@@ -101,6 +105,26 @@ static PyObject *cpl_call_reference(PyObject *reference, PyObject *instance, PyO
     PyObject *r = PyObject_Vectorcall(reference, call, (size_t)(1 + nargs), kwnames);
     if (call != small)
         PyMem_Free(call);
+    return r;
+}
+
+/* The exception being raised taken (normalized, its traceback on it) and handed to handler(*lead, error): the
+ * handler's result (new reference), NULL with its exception. (A poll's OSError, a callback's error, a channel's.) */
+static PyObject *cpl_hand_error(PyObject *handler, PyObject *const *lead, Py_ssize_t nlead)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL && value != NULL)
+        PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    PyObject *call[3] = {NULL, NULL, NULL};
+    for (Py_ssize_t i = 0; i < nlead && i < 2; i++)
+        call[i] = lead[i];
+    call[nlead < 2 ? nlead : 2] = value != NULL ? value : Py_None;
+    PyObject *r = PyObject_Vectorcall(handler, call, (size_t)(nlead < 2 ? nlead : 2) + 1, NULL);
+    Py_XDECREF(value);
     return r;
 }
 
@@ -219,15 +243,7 @@ static PyObject *cpp_select(ClientPollPathObject *self, PyObject *selector, int6
     Py_DECREF(t);
     if (results != NULL || !PyErr_ExceptionMatches(PyExc_OSError))
         return results;
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (tb != NULL && value != NULL)
-        PyException_SetTraceback(value, tb);
-    Py_XDECREF(type);
-    Py_XDECREF(tb);
-    PyObject *r = PyObject_CallOneArg(self->report_poll_error, value != NULL ? value : Py_None);
-    Py_XDECREF(value);
+    PyObject *r = cpl_hand_error(self->report_poll_error, NULL, 0);
     if (r == NULL)
         return NULL;
     Py_DECREF(r);
@@ -246,14 +262,24 @@ static int cpp_complete_reference(ClientPollPathObject *self, PyObject *client, 
     return 0;
 }
 
+/* The kernel's SelectorPoll whose poll is the select (borrowed), or NULL: another select, or none */
+static PyObject *cpp_selector_poll(ClientPollPathObject *self)
+{
+    PyObject *owner = PyCFunction_Check(self->select) ? PyCFunction_GET_SELF(self->select) : NULL;
+    return owner != NULL && Py_IS_TYPE(owner, &SelectorPollType) ? owner : NULL;
+}
+
 /* The completed receives of a poll whose completed sends need no look: 0, or -1 with an exception */
 static int cpp_receives(ClientPollPathObject *self, PyObject *client, PyObject *selector, PyObject *responses,
                         PyObject *now)
 {
     PyObject *call[6];
     call[0] = selector;
-    PyObject *receives = PyObject_VectorcallMethod(cpp_attr[CPP_COMPLETED_RECEIVES], call,
-                                                   1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    /* a selector with the kernel's SelectorPoll (its completed_receives() is Selector's): its polled_receives read */
+    PyObject *receives = cpp_selector_poll(self) != NULL
+                         ? cpp_get(selector, CPP_POLLED_RECEIVES)
+                         : PyObject_VectorcallMethod(cpp_attr[CPP_COMPLETED_RECEIVES], call,
+                                                     1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     if (receives == NULL)
         return -1;
     PyObject *in_flight = cpp_get(client, CPP_IN_FLIGHT_REQUESTS);
@@ -364,15 +390,7 @@ static int cpp_callbacks(ClientPollPathObject *self, PyObject *responses)
         }
         if (!PyErr_ExceptionMatches(PyExc_Exception))
             return -1;
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        PyErr_NormalizeException(&type, &value, &tb);
-        if (tb != NULL && value != NULL)
-            PyException_SetTraceback(value, tb);
-        Py_XDECREF(type);
-        Py_XDECREF(tb);
-        r = PyObject_CallOneArg(self->report_callback_error, value != NULL ? value : Py_None);
-        Py_XDECREF(value);
+        r = cpl_hand_error(self->report_callback_error, NULL, 0);
         if (r == NULL)
             return -1;
         Py_DECREF(r);
@@ -600,18 +618,32 @@ static PyTypeObject ClientPollPathType = {
  * event's channel, still open, through poll_channel(selector, channel, mask, end_select_ns) and the wake-up's through
  * drain_wakeup(selector); close_oldest(selector, end_io_ns) once the idle expiry's next_check_ns has come; the
  * POLL_* bits of the results (1 sends, 2 receives, 4 disconnects, 8 connects, 16 re-authentications scheduled).
- * Anything else is poll_reference(selector, timeout_ms), nothing changed before it. */
+ * Anything else is poll_reference(selector, timeout_ms), nothing changed before it.
+ *
+ * read: None, or (channel_type, READY, NOT_MUTED, max_receives, max_read_bytes, reader_type, new_receive,
+ * check_receive_size, empty_payload, peer_closed, channel_failed, activity_order), given by a selector without a
+ * memory pool: then a read event alone (mask EVENT_READ) of a channel of exactly channel_type (KafkaChannel) not
+ * connecting, READY, NOT_MUTED and reading a plaintext socket (its plain_recv_into) through a reader of exactly
+ * reader_type (BufferedFrameReader) is Selector._poll_channel's common case here, without its frame: the idle order's
+ * move (activity_order, the IdleExpiryManager's live map, or None), the read (KafkaChannel.read_frames: network.c.h's
+ * read_frames_into, the channel's bytes_received, peer_closed("connection <id> closed by the peer") at the end of the
+ * stream, the reader's has_buffered_frame() after max_receives frames), the metrics' bytes_received_total and
+ * responses_received_total, the frames onto the selector's polled_receives and the channel's id into or out of
+ * buffered; an Exception in the read through channel_failed(selector, channel, error) (Selector._channel_failed, the
+ * reference's except clauses). Any other event goes through poll_channel. */
 
 enum {
     SPL_CLOSED, SPL_NONBLOCKING, SPL_PENDING_COMPLETED_SENDS, SPL_POLLED_SENDS, SPL_POLLED_RECEIVES,
     SPL_POLLED_DISCONNECTS, SPL_POLLED_CONNECTS, SPL_REQUESTS_SENT_TOTAL, SPL_RESPONSES_RECEIVED_TOTAL,
     SPL_SELECT_TOTAL, SPL_SELECT_TIME_NS_TOTAL, SPL_IO_TIME_NS_TOTAL, SPL_NEXT_CHECK_NS, SPL_SELECT, SPL_ID, SPL_DATA,
-    SPL_COUNT
+    SPL_CONNECTING, SPL_STATE, SPL_MUTE_STATE, SPL_BUFFERED_READER, SPL_PLAIN_RECV_INTO, SPL_BYTES_RECEIVED,
+    SPL_BYTES_RECEIVED_TOTAL, SPL_HAS_BUFFERED_FRAME, SPL_COUNT
 };
 static const char *const spl_attr_names[SPL_COUNT] = {
     "closed", "nonblocking", "pending_completed_sends", "polled_sends", "polled_receives", "polled_disconnects",
     "polled_connects", "requests_sent_total", "responses_received_total", "select_total", "select_time_ns_total",
-    "io_time_ns_total", "next_check_ns", "select", "id", "data",
+    "io_time_ns_total", "next_check_ns", "select", "id", "data", "connecting", "state", "mute_state", "buffered_reader",
+    "plain_recv_into", "bytes_received", "bytes_received_total", "has_buffered_frame",
 };
 static PyObject *spl_attr[SPL_COUNT];
 static slot_cache spl_cache[SPL_COUNT];
@@ -624,6 +656,10 @@ typedef struct {
     PyObject *reauth_at_ms, *metrics, *idle, *now_ns, *os_selector, *epoll_fd, *wakeup_fd, *poll_channel;
     PyObject *drain_wakeup, *close_oldest, *handoff;
     long long max_select_timeout_ms;
+    /* a channel's read event (the read given: all set; None: all NULL, each event through poll_channel) */
+    PyObject *channel_type, *ready_state, *not_muted, *reader_type, *new_receive, *check_receive_size, *empty_payload;
+    PyObject *peer_closed, *channel_failed, *activity_order;
+    Py_ssize_t max_receives, max_read_bytes;
 } SelectorPollObject;
 
 static PyTypeObject SelectorPollType;
@@ -779,6 +815,121 @@ static PyObject *spl_wait(SelectorPollObject *self, int64_t timeout)
     return events;
 }
 
+/* obj.a = obj.a + by for a plain int attribute (the counters): 0, or -1 with an exception */
+static int spl_count(PyObject *obj, int a, int64_t by)
+{
+    int64_t v;
+    int rc = get_int_attr(obj, spl_attr[a], &spl_cache[a], &v);
+    if (rc < 0)
+        return -1;
+    PyObject *n = PyLong_FromLongLong(rc == 0 ? v + by : by);
+    if (n == NULL)
+        return -1;
+    rc = rc == 0 ? spl_set(obj, a, n) : spl_add(obj, a, n); /* (not a plain int: its + as the reference's +=) */
+    Py_DECREF(n);
+    return rc;
+}
+
+/* obj.a += end - start (the metrics' times): 0, or -1 with an exception */
+static int spl_add_difference(PyObject *obj, int a, PyObject *end, PyObject *start)
+{
+    int64_t e, b;
+    if (compact_int(end, &e) && compact_int(start, &b))
+        return spl_count(obj, a, e - b);
+    PyObject *d = PyNumber_Subtract(end, start);
+    if (d == NULL)
+        return -1;
+    int rc = spl_add(obj, a, d);
+    Py_DECREF(d);
+    return rc;
+}
+
+/* What KafkaChannel.read_frames does after its read of a plaintext socket, and what _poll_channel does with the
+ * frames: 0, or -1 with an exception (to go through channel_failed when an Exception). */
+static int spl_read(SelectorPollObject *self, PyObject *selector, PyObject *channel, PyObject *cid, PyObject *reader,
+                    PyObject *recv_into)
+{
+    PyObject *receives;
+    Py_ssize_t n;
+    int ended, more = 0, rc = -1;
+    if (read_frames_into(reader, recv_into, self->max_receives, self->max_read_bytes, self->new_receive,
+                         self->check_receive_size, self->empty_payload, &receives, &n, &ended) < 0)
+        return -1;
+    if (spl_count(channel, SPL_BYTES_RECEIVED, n) < 0)
+        goto done;
+    if (ended) {
+        PyObject *error = PyUnicode_FromFormat("connection %S closed by the peer", cid);
+        if (error != NULL) {
+            PyErr_SetObject(self->peer_closed, error);
+            Py_DECREF(error);
+        }
+        goto done;
+    }
+    Py_ssize_t got = PyList_GET_SIZE(receives);
+    if (got >= self->max_receives) {
+        PyObject *call[1] = {reader};
+        if ((more = take_truth(PyObject_VectorcallMethod(spl_attr[SPL_HAS_BUFFERED_FRAME], call,
+                                                         1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL))) < 0)
+            goto done;
+    }
+    if (spl_count(self->metrics, SPL_BYTES_RECEIVED_TOTAL, n) < 0)
+        goto done;
+    if (got > 0) {
+        PyObject *polled = spl_get(selector, SPL_POLLED_RECEIVES);
+        if (polled == NULL)
+            goto done;
+        int ext = PyList_CheckExact(polled) ? PyList_SetSlice(polled, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, receives)
+                                             : take_truth(PyObject_CallMethod(polled, "extend", "O", receives));
+        Py_DECREF(polled);
+        if (ext < 0 || spl_count(self->metrics, SPL_RESPONSES_RECEIVED_TOTAL, got) < 0)
+            goto done;
+    }
+    rc = more ? PySet_Add(self->buffered, cid) : PySet_Discard(self->buffered, cid) < 0 ? -1 : 0;
+done:
+    Py_DECREF(receives);
+    return rc;
+}
+
+/* A channel's event as Selector._poll_channel's common case (the read given, see above): 1 (done), 0 (not the common
+ * case: nothing changed, poll_channel's), or -1 with an exception */
+static int spl_read_event(SelectorPollObject *self, PyObject *selector, PyObject *channel, PyObject *mask,
+                          PyObject *end_select)
+{
+    int64_t m;
+    if (self->channel_type == NULL || (PyObject *)Py_TYPE(channel) != self->channel_type || !compact_int(mask, &m)
+        || m != 1 /* selectors.EVENT_READ alone */)
+        return 0;
+    static const int which[6] = {SPL_ID, SPL_CONNECTING, SPL_STATE, SPL_MUTE_STATE, SPL_BUFFERED_READER,
+                                 SPL_PLAIN_RECV_INTO};
+    PyObject *v[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    int rc = -1;
+    for (int i = 0; i < 6; i++)
+        if ((v[i] = spl_get(channel, which[i])) == NULL)
+            goto done;
+    PyObject *cid = v[0], *reader = v[4], *recv_into = v[5];
+    if (v[1] != Py_False || v[2] != self->ready_state || v[3] != self->not_muted
+        || (PyObject *)Py_TYPE(reader) != self->reader_type || recv_into == Py_None) {
+        rc = 0;
+        goto done;
+    }
+    if (self->activity_order != Py_None && idle_touch(self->activity_order, cid, end_select) < 0)
+        goto done;
+    if (spl_read(self, selector, channel, cid, reader, recv_into) == 0)
+        rc = 1;
+    else if (PyErr_ExceptionMatches(PyExc_Exception)) { /* the reference's except clauses */
+        PyObject *lead[2] = {selector, channel};
+        PyObject *r = cpl_hand_error(self->channel_failed, lead, 2);
+        if (r != NULL) {
+            Py_DECREF(r);
+            rc = 1;
+        }
+    }
+done:
+    for (int i = 0; i < 6; i++)
+        Py_XDECREF(v[i]);
+    return rc;
+}
+
 /* Each event's channel through poll_channel, the wake-up's through drain_wakeup: 0, or -1 with an exception */
 static int spl_events(SelectorPollObject *self, PyObject *selector, PyObject *events, PyObject *end_select)
 {
@@ -814,6 +965,13 @@ static int spl_events(SelectorPollObject *self, PyObject *selector, PyObject *ev
             if (open != channel) { /* closed (or replaced) by an earlier event's handling */
                 Py_DECREF(channel);
                 if (PyErr_Occurred())
+                    goto fail;
+                continue;
+            }
+            int done = spl_read_event(self, selector, channel, mask, end_select);
+            if (done != 0) {
+                Py_DECREF(channel);
+                if (done < 0)
                     goto fail;
                 continue;
             }
@@ -878,14 +1036,12 @@ static PyObject *spl_poll_common(SelectorPollObject *self, PyObject *selector, i
         timeout = self->max_select_timeout_ms;
     if ((events = spl_wait(self, timeout)) == NULL || (end_select = spl_now(self)) == NULL)
         goto fail;
-    if (spl_add(self->metrics, SPL_SELECT_TOTAL, spl_one) < 0 || (d = PyNumber_Subtract(end_select, start)) == NULL
-        || spl_add(self->metrics, SPL_SELECT_TIME_NS_TOTAL, d) < 0)
+    if (spl_count(self->metrics, SPL_SELECT_TOTAL, 1) < 0
+        || spl_add_difference(self->metrics, SPL_SELECT_TIME_NS_TOTAL, end_select, start) < 0)
         goto fail;
-    Py_CLEAR(d);
     if (spl_events(self, selector, events, end_select) < 0 || (end_io = spl_now(self)) == NULL
-        || (d = PyNumber_Subtract(end_io, end_select)) == NULL || spl_add(self->metrics, SPL_IO_TIME_NS_TOTAL, d) < 0)
+        || spl_add_difference(self->metrics, SPL_IO_TIME_NS_TOTAL, end_io, end_select) < 0)
         goto fail;
-    Py_CLEAR(d);
     if (self->idle != Py_None) { /* (no call before a connection may have expired) */
         PyObject *next_check = spl_get(self->idle, SPL_NEXT_CHECK_NS);
         int due = next_check == NULL ? -1 : PyObject_RichCompareBool(end_io, next_check, Py_GE);
@@ -938,19 +1094,34 @@ static PyObject *spl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *selector, *poll_reference, *channels, *keys, *pending_disconnects, *interest_stale, *memory_muted;
     PyObject *buffered, *reauth_at_ms, *metrics, *idle, *now_ns, *os_selector, *epoll_fd, *wakeup_fd, *poll_channel;
-    PyObject *drain_wakeup, *close_oldest;
+    PyObject *drain_wakeup, *close_oldest, *read;
     long long max_select_timeout_ms;
     static char *kwlist[] = {"selector", "poll_reference", "channels", "keys", "pending_disconnects", "interest_stale",
                              "memory_muted", "buffered", "reauth_at_ms", "metrics", "idle", "now_ns", "os_selector",
                              "epoll_fd", "wakeup_fd", "poll_channel", "drain_wakeup", "close_oldest",
-                             "max_select_timeout_ms", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!O!O!O!O!O!OOOOOOOOOOL:SelectorPoll", kwlist, &selector,
+                             "max_select_timeout_ms", "read", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!O!O!O!O!O!OOOOOOOOOOLO:SelectorPoll", kwlist, &selector,
                                      &poll_reference, &PyDict_Type, &channels, &PyDict_Type, &keys, &PyDict_Type,
                                      &pending_disconnects, &PySet_Type, &interest_stale, &PyDict_Type, &memory_muted,
                                      &PySet_Type, &buffered, &reauth_at_ms, &metrics, &idle, &now_ns, &os_selector,
                                      &epoll_fd, &wakeup_fd, &poll_channel, &drain_wakeup, &close_oldest,
-                                     &max_select_timeout_ms))
+                                     &max_select_timeout_ms, &read))
         return NULL;
+    Py_ssize_t max_receives = 0, max_read_bytes = 0;
+    if (read != Py_None) {
+        if (!PyTuple_Check(read) || PyTuple_GET_SIZE(read) != 12 || !PyType_Check(PyTuple_GET_ITEM(read, 0))
+            || !PyType_Check(PyTuple_GET_ITEM(read, 5))
+            || (PyTuple_GET_ITEM(read, 11) != Py_None && !PyDict_Check(PyTuple_GET_ITEM(read, 11)))) {
+            PyErr_SetString(PyExc_TypeError, "SelectorPoll: read is None or (channel_type, READY, NOT_MUTED, "
+                            "max_receives, max_read_bytes, reader_type, new_receive, check_receive_size, empty_payload, "
+                            "peer_closed, channel_failed, activity_order: a dict or None)");
+            return NULL;
+        }
+        max_receives = PyLong_AsSsize_t(PyTuple_GET_ITEM(read, 3));
+        max_read_bytes = max_receives == -1 ? -1 : PyLong_AsSsize_t(PyTuple_GET_ITEM(read, 4));
+        if (max_read_bytes == -1 && PyErr_Occurred())
+            return NULL;
+    }
     if (spl_names() < 0)
         return NULL;
     PyObject *weak = PyWeakref_NewRef(selector, NULL);
@@ -981,12 +1152,23 @@ static PyObject *spl_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->close_oldest = Py_NewRef(close_oldest);
     self->handoff = Py_NewRef(Py_None);
     self->max_select_timeout_ms = max_select_timeout_ms;
+    if (read != Py_None) {
+        PyObject **fields[10] = {&self->channel_type, &self->ready_state, &self->not_muted, &self->reader_type,
+                                 &self->new_receive, &self->check_receive_size, &self->empty_payload,
+                                 &self->peer_closed, &self->channel_failed, &self->activity_order};
+        static const int at[10] = {0, 1, 2, 5, 6, 7, 8, 9, 10, 11};
+        for (int i = 0; i < 10; i++)
+            *fields[i] = Py_NewRef(PyTuple_GET_ITEM(read, at[i]));
+        self->max_receives = max_receives;
+        self->max_read_bytes = max_read_bytes;
+    }
     return (PyObject *)self;
 }
 
 #define SPL_FIELDS(X) X(selector) X(poll_reference) X(channels) X(keys) X(pending_disconnects) X(interest_stale) \
     X(memory_muted) X(buffered) X(reauth_at_ms) X(metrics) X(idle) X(now_ns) X(os_selector) X(epoll_fd) X(wakeup_fd) \
-    X(poll_channel) X(drain_wakeup) X(close_oldest) X(handoff)
+    X(poll_channel) X(drain_wakeup) X(close_oldest) X(handoff) X(channel_type) X(ready_state) X(not_muted) \
+    X(reader_type) X(new_receive) X(check_receive_size) X(empty_payload) X(peer_closed) X(channel_failed) X(activity_order)
 
 static int spl_traverse(SelectorPollObject *self, visitproc visit, void *arg)
 {
@@ -1046,7 +1228,7 @@ static PyTypeObject SelectorPollType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = PyDoc_STR("SelectorPoll(selector, poll_reference, channels, keys, pending_disconnects, interest_stale, "
                         "memory_muted, buffered, reauth_at_ms, metrics, idle, now_ns, os_selector, epoll_fd, "
-                        "wakeup_fd, poll_channel, drain_wakeup, close_oldest, max_select_timeout_ms): a client "
+                        "wakeup_fd, poll_channel, drain_wakeup, close_oldest, max_select_timeout_ms, read): a client "
                         "Selector's common poll in one call (reference: Selector.poll)"),
     .tp_traverse = (traverseproc)spl_traverse,
     .tp_clear = (inquiry)spl_clear,

@@ -92,7 +92,7 @@ static int csp_names(void)
 
 static inline PyObject *csp_get(PyObject *obj, int a)
 {
-    return cached_get(obj, csp_attr[a], &csp_cache[a]);
+    return cached_get_read_only(obj, csp_attr[a], &csp_cache[a]); /* (the path only reads through its caches) */
 }
 
 /* The client (new reference), or NULL with ReferenceError once it is gone */
@@ -194,7 +194,7 @@ static int csp_ready_common(ClientSendPathObject *self, PyObject *client, PyObje
     PyObject *id = csp_get(node, CSP_ID);
     if (id == NULL)
         return -1;
-    PyObject *node_id = PyObject_Str(id);
+    PyObject *node_id = id_string(id);
     Py_DECREF(id);
     if (node_id == NULL)
         return -1;
@@ -324,6 +324,31 @@ static PyObject *csp_size(PyObject *pieces)
     return PyLong_FromSsize_t(total);
 }
 
+/* int(body.API_KEY) (new reference), NULL with an exception: the value kept for the body type it was last read of
+ * while that type is unchanged (its version tag), when it is a plain class attribute (no descriptor) of a type whose
+ * instances have no __dict__ (nothing can shadow it); else read by name. */
+static PyObject *csp_api_key(PyObject *body)
+{
+    static PyTypeObject *type;
+    static unsigned int tag;
+    static PyObject *value;
+    PyTypeObject *t = Py_TYPE(body);
+    if (value != NULL && t == type && type_tag_current(t, tag))
+        return Py_NewRef(value);
+    PyObject *api = PyObject_GetAttr(body, csp_attr[CSP_API_KEY]);
+    PyObject *key = api == NULL ? NULL : PyNumber_Long(api);
+    Py_XDECREF(api);
+    if (key == NULL)
+        return NULL;
+    PyObject *found = t->tp_dictoffset == 0 && type_tag_valid(t) ? mro_lookup(t, csp_attr[CSP_API_KEY]) : NULL;
+    if (found != NULL && Py_TYPE(found)->tp_descr_get == NULL && PyLong_CheckExact(found)) {
+        Py_XSETREF(value, Py_NewRef(key));
+        type = t;
+        tag = t->tp_version_tag;
+    }
+    return key;
+}
+
 /* The common case of send(): 1 (sent), 0 (the reference's), or -1 with an exception (the channel send's too) */
 static int csp_send_common(ClientSendPathObject *self, PyObject *client, PyObject *request, PyObject *now)
 {
@@ -356,17 +381,8 @@ static int csp_send_common(ClientSendPathObject *self, PyObject *client, PyObjec
     if ((correlation_id = csp_get(request, CSP_CORRELATION_ID)) == NULL ||
         (client_id = csp_get(request, CSP_CLIENT_ID)) == NULL)
         goto done;
-    PyObject *api = PyObject_GetAttr(body, csp_attr[CSP_API_KEY]);
-    if (api == NULL) {
+    if ((api_key = csp_api_key(body)) == NULL) {
         rc = PyErr_ExceptionMatches(PyExc_Exception) ? 0 : -1; /* (the reference's error) */
-        if (rc == 0)
-            PyErr_Clear();
-        goto done;
-    }
-    api_key = PyNumber_Long(api);
-    Py_DECREF(api);
-    if (api_key == NULL) {
-        rc = PyErr_ExceptionMatches(PyExc_Exception) ? 0 : -1;
         if (rc == 0)
             PyErr_Clear();
         goto done;
@@ -387,16 +403,13 @@ static int csp_send_common(ClientSendPathObject *self, PyObject *client, PyObjec
     PyObject *send_args[5] = {node_id, pieces, size, csp_zero, Py_None};
     if ((send = PyObject_Vectorcall(self->new_network_send, send_args, 5, NULL)) == NULL)
         goto done;
-    PyObject *values = PyTuple_Pack(4, api_key, version, client_id, correlation_id);
-    if (values == NULL)
+    /* tuple.__new__(header_type, (api_key, version, client_id, correlation_id)): a tuple of the type, its items */
+    if ((header = ((PyTypeObject *)self->header_type)->tp_alloc((PyTypeObject *)self->header_type, 4)) == NULL)
         goto done;
-    PyObject *targs = PyTuple_Pack(1, values);
-    Py_DECREF(values);
-    if (targs == NULL)
-        goto done;
-    header = PyTuple_Type.tp_new((PyTypeObject *)self->header_type, targs, NULL);
-    Py_DECREF(targs);
-    if (header == NULL || (timeout = csp_get(request, CSP_REQUEST_TIMEOUT_MS)) == NULL ||
+    PyObject *items[4] = {api_key, version, client_id, correlation_id};
+    for (int i = 0; i < 4; i++)
+        PyTuple_SET_ITEM(header, i, Py_NewRef(items[i]));
+    if ((timeout = csp_get(request, CSP_REQUEST_TIMEOUT_MS)) == NULL ||
         (created = csp_get(request, CSP_CREATED_TIME_MS)) == NULL || (callback = csp_get(request, CSP_CALLBACK)) == NULL)
         goto done;
     PyObject *ifr_args[11] = {header, timeout, created, node_id, callback, Py_True, Py_False, body, send, now, csp_zero};
@@ -452,7 +465,7 @@ static PyObject *csp_poll_delay_common(ClientSendPathObject *self, PyObject *nod
     if (self->readiness == NULL || !compact_int(now, &now_v))
         return NULL;
     PyObject *id = csp_get(node, CSP_ID);
-    PyObject *node_id = id == NULL ? NULL : PyObject_Str(id);
+    PyObject *node_id = id == NULL ? NULL : id_string(id);
     Py_XDECREF(id);
     if (node_id == NULL)
         return NULL;

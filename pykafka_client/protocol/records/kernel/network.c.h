@@ -127,6 +127,20 @@ static PyObject *k_slots_constructor(PyObject *self, PyObject *args)
     return (PyObject *)m;
 }
 
+/* ---- network: a connection's activity in its selector's idle expiry order ------------------------------------- */
+
+/* IdleExpiryManager.update(cid, now) on its activity_order() dict (the live map, oldest first): cid's entry moved to
+ * the end with now: 0, or -1 with an exception. (The client's SelectorPoll and the broker's ServerChannelPath.) */
+static int idle_touch(PyObject *activity_order, PyObject *cid, PyObject *now)
+{
+    if (PyDict_DelItem(activity_order, cid) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_KeyError))
+            return -1;
+        PyErr_Clear();
+    }
+    return PyDict_SetItem(activity_order, cid, now);
+}
+
 /* ---- network: a client connection's frames read and split in one call (the I/O thread's reads) ------------------ */
 
 enum { RF_SOURCE, RF_MAX, RF_BUF, RF_START, RF_END, RF_PAYLOAD, RF_PREAD, RF_COUNT };
@@ -205,22 +219,22 @@ PyDoc_STRVAR(read_frames_doc,
 "``new_receive(source, payload, None)``, ``empty`` the payload of an empty frame), state and exceptions\n"
 "(``check_receive_size(size, max_size)`` raises for a bad size).");
 
-static PyObject *k_read_frames(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* read_frames' work: the frames into *receives_out (a new list), the bytes read into *total_out, whether the stream
+ * ended into *ended_out: 0, or -1 with an exception (nothing in *receives_out). Also SelectorPoll's read of a channel
+ * (client_poll.c.h), without the tuple. */
+static int read_frames_into(PyObject *reader, PyObject *recv_into, Py_ssize_t max_receives, Py_ssize_t max_bytes,
+                            PyObject *new_receive, PyObject *check, PyObject *empty, PyObject **receives_out,
+                            Py_ssize_t *total_out, int *ended_out)
 {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "read_frames takes 7 arguments");
-        return NULL;
-    }
+    Py_ssize_t max_size;
+    *receives_out = NULL;
     if (rf_init() < 0)
-        return NULL;
-    PyObject *reader = args[0], *recv_into = args[1], *new_receive = args[4], *check = args[5], *empty = args[6];
-    Py_ssize_t max_receives = PyLong_AsSsize_t(args[2]), max_bytes = PyLong_AsSsize_t(args[3]), max_size;
-    if ((max_receives == -1 || max_bytes == -1) && PyErr_Occurred())
-        return NULL;
+        return -1;
     PyObject *buf = cached_get(reader, rf_attr[RF_BUF], &rf_cache[RF_BUF]), *source = NULL, *receives = NULL;
-    PyObject *payload = NULL, *out = NULL;
+    PyObject *payload = NULL;
+    int rc = -1;
     if (buf == NULL)
-        return NULL;
+        return -1;
     if (!PyByteArray_CheckExact(buf)) {
         PyErr_SetString(PyExc_TypeError, "read_frames: the reader's buffer is not a bytearray");
         goto done;
@@ -357,11 +371,33 @@ static PyObject *k_read_frames(PyObject *self, PyObject *const *args, Py_ssize_t
             goto done;
         drained = n < want;
     }
-    out = Py_BuildValue("(OnO)", receives, total, ended ? Py_True : Py_False);
+    *receives_out = Py_NewRef(receives);
+    *total_out = total;
+    *ended_out = ended;
+    rc = 0;
 done:
     Py_DECREF(buf);
     Py_XDECREF(source);
     Py_XDECREF(receives);
     Py_XDECREF(payload);
+    return rc;
+}
+
+static PyObject *k_read_frames(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "read_frames takes 7 arguments");
+        return NULL;
+    }
+    Py_ssize_t max_receives = PyLong_AsSsize_t(args[2]), max_bytes = PyLong_AsSsize_t(args[3]), total;
+    if ((max_receives == -1 || max_bytes == -1) && PyErr_Occurred())
+        return NULL;
+    PyObject *receives;
+    int ended;
+    if (read_frames_into(args[0], args[1], max_receives, max_bytes, args[4], args[5], args[6], &receives, &total,
+                         &ended) < 0)
+        return NULL;
+    PyObject *out = Py_BuildValue("(OnO)", receives, total, ended ? Py_True : Py_False);
+    Py_DECREF(receives);
     return out;
 }

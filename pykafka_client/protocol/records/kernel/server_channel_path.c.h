@@ -19,7 +19,8 @@
  * transition that raises, an unmute whose registration changes, a send the common write does not take) is the
  * selector's own method, called with nothing changed. Reads and writes only public attributes.
  *
- * Uses slot_access (cached_get, cached_set, take_truth, weak_referent) and client_channel_send (cs_names, cs_get, cs_write). */
+ * Uses slot_access (cached_get, cached_set, take_truth, weak_referent) and client_channel_send (cs_names, cs_get, cs_write)
+ * and network (idle_touch). */
 
 enum {
     SP_ID, SP_MUTE_STATE, SP_TAKE_BUFFERED_FRAME, SP_HAS_BYTES_BUFFERED, SP_POLLED_RECEIVES,
@@ -198,15 +199,8 @@ static PyObject *sp_unmute_channel(ServerChannelPathObject *self, PyObject *cons
 static int sp_taken(ServerChannelPathObject *self, PyObject *selector, PyObject *channel, PyObject *cid,
                     PyObject *taken, PyObject *now)
 {
-    if (self->activity_order != Py_None) {  /* IdleExpiryManager.update */
-        if (PyDict_DelItem(self->activity_order, cid) < 0) {
-            if (!PyErr_ExceptionMatches(PyExc_KeyError))
-                return -1;
-            PyErr_Clear();
-        }
-        if (PyDict_SetItem(self->activity_order, cid, now) < 0)
-            return -1;
-    }
+    if (self->activity_order != Py_None && idle_touch(self->activity_order, cid, now) < 0) /* IdleExpiryManager.update */
+        return -1;
     PyObject *receives = sp_get(selector, SP_POLLED_RECEIVES);
     if (receives == NULL)
         return -1;

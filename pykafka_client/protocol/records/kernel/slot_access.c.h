@@ -2,7 +2,7 @@
  *
  * Attributes of slotted Python objects read and written at an offset cached per call site (slot_cache,
  * cached_get, cached_read: borrowed, cached_set, get_int_attr), plain ints read without a call (compact_int,
- * take_int), the kept ints of the send path's counters (set_counter), and an owner held by a weak reference
+ * take_int), a node id's string (id_string), the kept ints of the send path's counters (set_counter), and an owner held by a weak reference
  * (weak_referent). The producer's and the network's hot objects go through these.
  * Uses: none of the other parts.
  */
@@ -69,7 +69,26 @@ static PyObject *mro_lookup(PyTypeObject *t, PyObject *name)
     return NULL;
 }
 
+static Py_ssize_t slot_offset_lookup_for(PyObject *obj, PyObject *name, slot_cache *c, int read_only);
+
 static Py_ssize_t slot_offset_lookup(PyObject *obj, PyObject *name, slot_cache *c)
+{
+    return slot_offset_lookup_for(obj, name, c, 0);
+}
+
+/* The offset of obj's object slot `name` for reading only (a call site that never writes through its cache): also a
+ * read-only slot or one of a class whose __setattr__ is its own (a frozen dataclass's: Node, ProducerIdAndEpoch), whose
+ * reads are the slot's all the same; or -1. */
+static inline __attribute__((always_inline)) Py_ssize_t read_offset(PyObject *obj, PyObject *name, slot_cache *c)
+{
+    PyTypeObject *t = Py_TYPE(obj);
+    if (c->type == t && type_tag_current(t, c->tag))
+        return c->offset;
+    return slot_offset_lookup_for(obj, name, c, 1);
+}
+
+
+static Py_ssize_t slot_offset_lookup_for(PyObject *obj, PyObject *name, slot_cache *c, int read_only)
 {
     PyTypeObject *t = Py_TYPE(obj);
     c->type = NULL;
@@ -82,9 +101,9 @@ static Py_ssize_t slot_offset_lookup(PyObject *obj, PyObject *name, slot_cache *
         Py_XDECREF(probe);
     }
     PyObject *d = mro_lookup(t, name);
-    if (t->tp_getattro == PyObject_GenericGetAttr && t->tp_setattro == PyObject_GenericSetAttr && d != NULL &&
-        Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
-        !(((PyMemberDescrObject *)d)->d_member->flags & READONLY))
+    if (t->tp_getattro == PyObject_GenericGetAttr && (read_only || t->tp_setattro == PyObject_GenericSetAttr) &&
+        d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
+        (read_only || !(((PyMemberDescrObject *)d)->d_member->flags & READONLY)))
         offset = ((PyMemberDescrObject *)d)->d_member->offset;
     if (type_tag_valid(t)) {
         c->type = t;
@@ -94,17 +113,28 @@ static Py_ssize_t slot_offset_lookup(PyObject *obj, PyObject *name, slot_cache *
     return offset;
 }
 
-/* obj.name (new reference, NULL with an exception), by offset when the cache allows. Always inline: a send
- * makes some twenty of these reads, each a few loads once inlined and a call's frame and spills otherwise. */
-static inline __attribute__((always_inline)) PyObject *cached_get(PyObject *obj, PyObject *name, slot_cache *c)
+/* obj's slot at off (a new reference) when off >= 0 and the slot is set, else obj.name read by name */
+static inline __attribute__((always_inline)) PyObject *get_at(PyObject *obj, PyObject *name, Py_ssize_t off)
 {
-    Py_ssize_t off = slot_offset(obj, name, c);
     if (off >= 0) {
         PyObject *v = *(PyObject **)((char *)obj + off);
         if (v != NULL)
             return Py_NewRef(v);
     }
     return PyObject_GetAttr(obj, name);
+}
+
+/* obj.name (new reference, NULL with an exception), by offset when the cache allows. Always inline: a send
+ * makes some twenty of these reads, each a few loads once inlined and a call's frame and spills otherwise. */
+static inline __attribute__((always_inline)) PyObject *cached_get(PyObject *obj, PyObject *name, slot_cache *c)
+{
+    return get_at(obj, name, slot_offset(obj, name, c));
+}
+
+/* obj.name (new reference, NULL with an exception) as cached_get, for a call site that only reads (read_offset) */
+static inline __attribute__((always_inline)) PyObject *cached_get_read_only(PyObject *obj, PyObject *name, slot_cache *c)
+{
+    return get_at(obj, name, read_offset(obj, name, c));
 }
 
 /* obj.name borrowed when its slot holds it (*owned then NULL), else read by name: the new reference is returned and
@@ -283,6 +313,26 @@ static inline __attribute__((always_inline)) int set_counter(PyObject *obj, PyOb
     int rc = cached_set(obj, name, c, v);
     Py_DECREF(v);
     return rc;
+}
+
+/* str(v) (new reference, NULL with an exception) of a node id: an exact int's decimal string is kept for the last
+ * value asked (the Sender's round and the client's ready ask it of the same node on every request; the reference
+ * makes a new equal string each time), any other value's str() made anew. */
+static PyObject *id_string(PyObject *v)
+{
+    static int64_t last_value;
+    static PyObject *last_string;
+    int64_t x;
+    if (!compact_int(v, &x))
+        return PyObject_Str(v);
+    if (last_string != NULL && x == last_value)
+        return Py_NewRef(last_string);
+    PyObject *s = PyObject_Str(v);
+    if (s != NULL) {
+        Py_XSETREF(last_string, Py_NewRef(s));
+        last_value = x;
+    }
+    return s;
 }
 
 /* ---- an owner held by a weak reference (the kernel types that must not keep their Python owner alive) ---------- */

@@ -2,7 +2,9 @@
 :meth:`Selector.compiled_poll`) against its reference, :meth:`Selector.poll`. The same random operation sequences
 (frames from the peers, whole, in part, several, oversized; sends completed at send time; peers closing; channels
 closed, muted and unmuted; wake-ups; polls with and without a GIL hand-off) on two selectors, each over socket pairs,
-give the same results, receives, disconnects, metrics and bytes on the wire."""
+give the same results, receives, disconnects, metrics, idle order and bytes on the wire. The channels read frame by
+frame (a registered channel's reader) or through a receive buffer of some size (a client's: its read event is
+compiled, ``Selector._poll_channel``'s common case), with or without the idle expiry."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pykafka_client.network.transport.selectable import NetworkSend
@@ -29,9 +31,10 @@ IDS = ["0", "1"]
 
 
 class World:
-    def __init__(self, compiled: bool, handoff: bool) -> None:
+    def __init__(self, compiled: bool, handoff: bool, buffer_size: int | None = None, idle: bool = True) -> None:
+        self.buffer_size = buffer_size
         self.selector = Selector(max_receives_per_channel_per_poll=CLIENT_MAX_RECEIVES_PER_CHANNEL_PER_POLL,
-                                 max_receive_size=1000)
+                                 max_receive_size=1000, connections_max_idle_ms=540_000 if idle else -1)
         compiled_poll = self.selector.compiled_poll()
         if compiled:
             assert compiled_poll is not None
@@ -49,6 +52,9 @@ class World:
         self.peers[cid] = theirs
         self.received.setdefault(cid, bytearray())
         self.selector.register(cid, ours)
+        channel = self.selector.channel(cid)
+        if self.buffer_size is not None and channel is not None:
+            channel.use_buffered_reads(self.buffer_size)  # (a client's channel reads so)
 
     def drain(self) -> None:
         for cid, peer in self.peers.items():
@@ -71,6 +77,8 @@ class World:
             asdict(s.metrics) | {"select_time_ns_total": 0, "io_time_ns_total": 0},
             {k: bytes(v) for k, v in self.received.items()},
             s.has_pending_io(),
+            None if s._idle is None else list(s._idle.activity_order()),
+            [(c, None if (ch := s.channel(c)) is None else ch.bytes_received) for c in IDS],
         )
 
     def close(self) -> None:
@@ -166,10 +174,19 @@ def _outcome(w: World, op: tuple[Any, ...]) -> Any:
         return ("raised", type(e).__name__, str(e))
 
 
+_BUFFER_SIZE = st.sampled_from([None, 4, 16, 64, 4096])
+
+
 @settings(max_examples=300, deadline=None)
-@given(_OPS, st.booleans())
-def test_the_compiled_selector_poll_does_what_the_reference_does(ops: list[tuple[Any, ...]], handoff: bool) -> None:
-    run_in_lockstep(World(True, handoff), World(False, handoff), ops, _outcome)
+@example(  # more whole frames in the receive buffer than a poll takes: the channel's id into buffered
+    ops=[("frames", 0, [10] * 20, False), ("poll", 0), ("poll", 0), ("poll", 0)], handoff=False, buffer_size=4096,
+    idle=True,
+)
+@given(_OPS, st.booleans(), _BUFFER_SIZE, st.booleans())
+def test_the_compiled_selector_poll_does_what_the_reference_does(
+    ops: list[tuple[Any, ...]], handoff: bool, buffer_size: int | None, idle: bool
+) -> None:
+    run_in_lockstep(World(True, handoff, buffer_size, idle), World(False, handoff, buffer_size, idle), ops, _outcome)
 
 
 def test_the_path_holds_its_selector_weakly() -> None:
