@@ -22,7 +22,6 @@ DUPLICATE_SEQUENCE_NUMBER counts as success; anything else fails the batch, per 
 from __future__ import annotations
 
 import logging
-import time as _time
 from collections.abc import Callable
 from concurrent.futures._base import FINISHED
 from dataclasses import dataclass, field, fields
@@ -301,7 +300,7 @@ class Sender:
         if loaded is not None and self._round_setup is not None and type(self).run_once is Sender.run_once:
             self.run_once = loaded.SenderIteration(  # type: ignore[method-assign]
                 self, self._round_setup, Sender.run_once, Sender.run_unsettled, WAKEUP_PENDING_ATTRIBUTE, SystemTime,
-                _time.monotonic_ns, SETTLED_PARTS,
+                SystemTime.MONOTONIC_NS, SETTLED_PARTS,
             ).run_once
 
     @staticmethod

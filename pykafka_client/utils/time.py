@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time as _time
-from typing import Callable, Protocol
+from typing import Callable, ClassVar, Protocol
 
 
 class Time(Protocol):
@@ -42,6 +42,10 @@ class Time(Protocol):
 
 class SystemTime:
     """The real clocks."""
+
+    #: the monotonic clock (ns) that :meth:`nanoseconds` and :meth:`hi_res_clock_ms` read, for a compiled caller that
+    #: reads it itself when the injected Time is exactly SystemTime (the producer's Sender iteration)
+    MONOTONIC_NS: ClassVar[Callable[[], int]] = _time.monotonic_ns
 
     def milliseconds(self) -> int:
         return _time.time_ns() // 1_000_000
