@@ -16,6 +16,7 @@ A deleted segment's files are unlinked at once, but its ``.log`` file object sta
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import random
@@ -231,10 +232,8 @@ class LogSegment:
         the end of the last whole batch, so that no byte of the failed batch stays behind and the next append (the
         file is opened O_APPEND) lands right after the last whole batch. A failure to cut is left to the error the
         write raised (the caller raises it)."""
-        try:
+        with contextlib.suppress(OSError):
             os.ftruncate(self._fd, physical)
-        except OSError:
-            pass
 
     def _index_batch(self, position: int, last_offset: int, max_timestamp: int, size: int) -> None:
         tail = self.tail
