@@ -19,7 +19,7 @@ import pytest
 
 from pykafka_client import KafkaProducer
 from tests.integration.broker.broker_process import consume_all, create_topic
-from tests.integration.transactions.harness import MiniBrokerProcess
+from tests.integration.transactions.harness import MiniBrokerProcess, read_partition_ours
 from tests.record_impl import record_impl  # noqa: F401 (the fixture, parametrized native/python)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.usefixtures("record_impl"),
@@ -123,5 +123,7 @@ def test_every_record_once_in_order_across_a_broker_kill9_and_restart(tmp_path: 
         records = consume_all(broker.bootstrap, TOPIC)
         assert [o for o, _ in records] == list(range(stream.sent))
         assert [v for _, v in records] == [value(i) for i in range(stream.sent)]  # once each, in the order sent
+        # and read back by our own consumer the same
+        assert read_partition_ours(broker.bootstrap, TOPIC, 0, "read_uncommitted") == [v for _, v in records]
     finally:
         broker.stop()
